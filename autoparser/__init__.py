@@ -1,0 +1,62 @@
+"""autoparser: derive a model's output protocol from its chat template, and parse its output.
+
+The public names are re-exported here; heavy optional parts (template analysis, OpenVINO GenAI)
+are imported only when used.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .dialects import DialectInfo, dialects, get_profile
+from .errors import AutoparserError, ParseError, ProfileError, TemplateError, UnknownDialectError
+from .events import (
+    ContentDelta,
+    Event,
+    ReasoningDelta,
+    ToolCallArgsDelta,
+    ToolCallEnd,
+    ToolCallStart,
+)
+from .parse import parse
+from .policy import Policy
+from .profile import Profile
+from .result import Issue, Result, ToolCall
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AutoparserError",
+    "ContentDelta",
+    "DialectInfo",
+    "Event",
+    "Issue",
+    "ParseError",
+    "Policy",
+    "Profile",
+    "ProfileError",
+    "ReasoningDelta",
+    "Result",
+    "TemplateError",
+    "ToolCall",
+    "ToolCallArgsDelta",
+    "ToolCallEnd",
+    "ToolCallStart",
+    "UnknownDialectError",
+    "dialects",
+    "get_profile",
+    "parse",
+]
+
+
+def __getattr__(name: str) -> Any:
+    """Lazy access to the parts that need optional dependencies."""
+    if name in ("analyze", "load", "detect"):
+        from . import derive
+
+        return getattr(derive, name)
+    if name == "openai":
+        from . import openai
+
+        return openai
+    raise AttributeError(f"module 'autoparser' has no attribute {name!r}")

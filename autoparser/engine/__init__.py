@@ -1,0 +1,1 @@
+"""The profile-driven streaming engine (sans-IO): markers, codecs and value handling."""

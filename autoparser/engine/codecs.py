@@ -1,0 +1,647 @@
+"""Call-body codecs: the only dialect-shaped code, and all of it parameterised by the profile.
+
+A codec parses the text of one call (or one JSON array of calls) that the machine has found
+between tool markers. It is fed the machine's working text and answers, without ever rescanning
+text it has consumed:
+
+* ``more``   everything before the returned index is consumed; feed the rest again later;
+* ``done``   the body ended just before the returned index; ``calls`` holds what it said;
+* ``reject`` this is not a call (``truncated`` tells whether the stream merely ended too soon).
+
+Name/argument extraction happens once per call, on the complete body, so the cost is linear and
+the argument text handed to the machine is always a complete JSON object.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from ..profile import CodecSpec
+from . import values
+from .markers import MarkerSet
+from .scanner import BalancedScanner
+
+__all__ = ["Body", "ParsedCall", "make_body"]
+
+Status = Literal["more", "done", "reject"]
+_WS = " \t\r\n"
+_MAX_HEADER = 512
+#: a tool name written bare (not inside quotes or a tag attribute): no whitespace or markup
+_BARE_NAME = re.compile(r"[^\s<>\[\]{}()\"'`,;]+\Z")
+
+
+@dataclass
+class ParsedCall:
+    name: str
+    arguments: dict[str, Any]
+    id: str | None = None
+    status: Literal["ok", "repaired", "truncated"] = "ok"
+    issues: list[tuple[str, str]] = field(default_factory=list)
+
+
+class Body:
+    """Base class: subclasses implement ``feed`` and fill ``calls``."""
+
+    def __init__(self, spec: CodecSpec, stops: MarkerSet, schemas: Mapping[str, Mapping[str, Any]],
+                 known_only: bool = False) -> None:
+        self.spec = spec
+        self.stops = stops
+        self.schemas = schemas
+        self.known_only = known_only
+        self.calls: list[ParsedCall] = []
+        self.truncated = False
+        self.reason = ""
+
+    def feed(self, text: str, pos: int, final: bool) -> tuple[Status, int]:  # pragma: no cover
+        raise NotImplementedError
+
+    def peek_name(self) -> str | None:
+        """The call's name once it is certain (before the body is complete), else None."""
+        return None
+
+    def _reject(self, reason: str, pos: int, truncated: bool = False) -> tuple[Status, int]:
+        self.reason = reason
+        self.truncated = truncated
+        return "reject", pos
+
+    def _name_ok(self, name: str) -> bool:
+        return bool(name) and (not self.known_only or name in self.schemas)
+
+
+# -- pattern helpers ---------------------------------------------------------------------------
+
+def _lit_regex(lit: str) -> str:
+    """A literal where whitespace, and the gap between adjacent tags, match any whitespace."""
+    out: list[str] = []
+    for i, part in enumerate(re.split(r"\s+", lit)):
+        if i:
+            out.append(r"\s*")
+        pieces = part.split("><")
+        out.append(r">\s*<".join(re.escape(p) for p in pieces))
+    return "".join(out)
+
+
+def _split_slot(pattern: str, slot: str) -> tuple[str, str]:
+    i = pattern.index(slot)
+    return pattern[:i], pattern[i + len(slot):]
+
+
+def _trim_one(value: str, before: str, after: str) -> str:
+    """Strip exactly the whitespace the pattern puts around a value, once each side."""
+    lead = before[len(before.rstrip(_WS)):]
+    trail = after[: len(after) - len(after.lstrip(_WS))]
+    if lead and value.startswith(lead):
+        value = value[len(lead):]
+    elif lead and value[:1] in ("\n",):
+        value = value[1:]
+    if trail and value.endswith(trail):
+        value = value[: -len(trail)]
+    elif trail and value[-1:] in ("\n",):
+        value = value[:-1]
+    return value
+
+
+class _Header:
+    """Matches ``prefix{slot}suffix`` at the start of a body, incrementally.
+
+    The slot ends at the suffix (consumed), or at one of ``ends`` characters / ``extra_stops``
+    markers (not consumed: they belong to what follows, like the ``{`` opening JSON arguments
+    when the suffix is optional, as Mistral's ``[ARGS]`` is).
+    """
+
+    def __init__(self, pattern: str, slot: str, ends: str = "", extra_stops: tuple[str, ...] = ()) -> None:
+        self.prefix, self.suffix = _split_slot(pattern, slot)
+        lit = self.prefix.strip(_WS)
+        self._pre_lit = lit
+        self._pre = re.compile(r"\s*" + _lit_regex(lit)) if lit else None
+        suf = self.suffix.strip(_WS)
+        alts = []
+        if suf:
+            alts.append("(?P<suf>" + _lit_regex(suf) + ")")
+        stops = [re.escape(s) for s in sorted(set(extra_stops), key=len, reverse=True) if s]
+        if ends:
+            stops.append("[" + re.escape(ends) + "]")
+        if stops:
+            alts.append("(?P<stop>" + "|".join(stops) + ")")
+        self._suf = re.compile("|".join(alts)) if alts else re.compile(r"(?P<stop>\n)")
+        self._stops = MarkerSet((m, "stop") for m in extra_stops if m)
+        self.buf = ""
+
+    def feed(self, text: str, pos: int, final: bool) -> tuple[str, str | None, int] | None:
+        """("ok", slot, index after header) | ("bad", None, pos) | ("more", None, consumed up to)
+        | None (all consumed)."""
+        old = len(self.buf)
+        self.buf += text[pos:]
+        b = self.buf
+        start = 0
+        if self._pre is not None:
+            m = self._pre.match(b)
+            if m is None:
+                s = b.lstrip(_WS)
+                if not final and len(s) < len(self._pre_lit) and self._pre_lit.startswith(s):
+                    return None
+                return "bad", None, pos
+            start = m.end()
+        m2 = self._suf.search(b, start)
+        if m2 is None:
+            if final or len(b) > _MAX_HEADER:
+                return "bad", None, pos
+            # keep a possible partial stop marker out of the buffer: it belongs to what follows
+            h = self._stops.holdback(b, max(start, old)) if self._stops else len(b)
+            self.buf = b[:h]
+            return "more", None, pos + (h - old)
+        end = m2.end() if m2.groupdict().get("suf") is not None else m2.start()
+        if end < old:  # pragma: no cover - found in an earlier feed already
+            return "bad", None, pos
+        return "ok", b[start:m2.start()].strip(_WS), pos + (end - old)
+
+
+# -- json ---------------------------------------------------------------------------------------
+
+class JsonBody(Body):
+    """One JSON object per call, or a JSON array of them."""
+
+    def __init__(self, *a: Any, **k: Any) -> None:
+        super().__init__(*a, **k)
+        self.scanner: BalancedScanner | None = None
+        self._name: str | None = None
+        self._peeked = False
+
+    def feed(self, text: str, pos: int, final: bool) -> tuple[Status, int]:
+        if self.scanner is None:
+            i = pos
+            while i < len(text) and text[i] in _WS:
+                i += 1
+            if i == len(text):
+                if final:
+                    return self._reject("empty call body", i, truncated=True)
+                return "more", i
+            c = text[i]
+            if c == "{" and self.spec.array != "require" or c == "[" and self.spec.array != "never":
+                self.scanner = BalancedScanner("{[", (('"', '"', True),), self.stops)
+                pos = i
+            else:
+                return self._reject(f"call body starts with {c!r}, not JSON", i)
+        st, j = self.scanner.feed(text, pos, final)
+        if st == "more":
+            if final:
+                return self._reject("call arguments cut off by the end of the output", j, truncated=True)
+            return "more", j
+        raw = self.scanner.text()
+        status: Literal["ok", "repaired"] = "ok"
+        if st == "stop":
+            if self.scanner.in_string:
+                return self._reject("end marker inside a string", j)  # pragma: no cover
+            raw += self.scanner.closing_suffix()
+            status = "repaired"
+        elif st == "error":
+            return self._reject("unbalanced bracket in call body", j)
+        try:
+            value = json.loads(raw)
+        except ValueError as e:
+            return self._reject(f"call body is not valid JSON: {e}", j)
+        calls = self._calls_from(value)
+        if calls is None:
+            return self._reject("JSON is not a call (no name or arguments)", j)
+        for c in calls:
+            c.status = status
+            if status == "repaired":
+                c.issues.append(("repaired_arguments", "closing brackets were missing; added them"))
+        self.calls = calls
+        return "done", j
+
+    def peek_name(self) -> str | None:
+        if self._peeked or self.scanner is None or self.spec.name_as_key:
+            return self._name
+        pieces = self.scanner.pieces
+        head = pieces[0] if len(pieces) == 1 else "".join(pieces[:8])
+        if len(head) > 2048:
+            self._peeked = True
+            return None
+        for key in self.spec.name_keys:
+            m = re.match(r'\s*[\[\s]*\{\s*"' + re.escape(key) + r'"\s*:\s*"((?:[^"\\]|\\.)*)"', head)
+            if m:
+                try:
+                    self._name = json.loads('"' + m.group(1) + '"')
+                except ValueError:
+                    self._name = None
+                self._peeked = True
+                break
+        return self._name
+
+    def _calls_from(self, value: Any) -> list[ParsedCall] | None:
+        items = value if isinstance(value, list) else [value]
+        if isinstance(value, list) and self.spec.array == "never":
+            return None
+        out: list[ParsedCall] = []
+        for item in items:
+            call = self._call_from(item)
+            if call is None:
+                return None
+            out.append(call)
+        return out
+
+    def _call_from(self, obj: Any) -> ParsedCall | None:
+        if not isinstance(obj, dict):
+            return None
+        s = self.spec
+        if s.function_key and isinstance(obj.get(s.function_key), dict):
+            inner = dict(obj[s.function_key])
+            for k in s.id_keys:
+                if k in obj and k not in inner:
+                    inner[k] = obj[k]
+            obj = inner
+        if s.name_as_key:
+            if len(obj) != 1:
+                return None
+            ((name, args),) = obj.items()
+            return self._finish(name, args, None)
+        name = next((obj[k] for k in s.name_keys if isinstance(obj.get(k), str)), None)
+        if not name:
+            return None
+        args: Any = {}
+        for k in s.args_keys:
+            if k in obj:
+                args = obj[k]
+                break
+        cid = next((str(obj[k]) for k in s.id_keys if k in obj and obj[k] is not None), None)
+        return self._finish(name, args, cid)
+
+    def _finish(self, name: Any, args: Any, cid: str | None) -> ParsedCall | None:
+        if not isinstance(name, str) or not self._name_ok(name):
+            return None
+        issues: list[tuple[str, str]] = []
+        if isinstance(args, str):
+            try:
+                decoded = json.loads(args) if args.strip() else {}
+            except ValueError:
+                return None
+            issues.append(("double_encoded_arguments", "arguments were a JSON string; decoded it"))
+            args = decoded
+        if args is None:
+            args = {}
+        if not isinstance(args, dict):
+            return None
+        return ParsedCall(name, args, cid, issues=issues)
+
+
+# -- name then JSON ------------------------------------------------------------------------------
+
+class NameJsonBody(Body):
+    """``header`` carrying the name (or an id the name is cut from), then an object, then ``trailer``."""
+
+    def __init__(self, *a: Any, **k: Any) -> None:
+        super().__init__(*a, **k)
+        s = self.spec
+        self.slot = "{id}" if "{id}" in s.header else "{name}"
+        self.header = _Header(s.header, self.slot, ends="{", extra_stops=tuple(self.stops.markers))
+        self.name: str | None = None
+        self.cid: str | None = None
+        self.scanner: BalancedScanner | None = None
+        self.phase = "header"
+        self._trailer = MarkerSet([(s.trailer.strip(_WS), "t")]) if s.trailer.strip(_WS) else None
+
+    def peek_name(self) -> str | None:
+        return self.name
+
+    def feed(self, text: str, pos: int, final: bool) -> tuple[Status, int]:
+        s = self.spec
+        if self.phase == "header":
+            r = self.header.feed(text, pos, final)
+            if r is None:
+                return "more", len(text)
+            kind, slot, j = r
+            if kind == "more":
+                return "more", j
+            if kind == "bad" or not slot:
+                return self._reject("no call header", pos, truncated=final and kind != "bad")
+            if self.slot == "{id}":
+                self.cid = slot
+                name = slot
+                if s.id_name_prefix and name.startswith(s.id_name_prefix):
+                    name = name[len(s.id_name_prefix):]
+                if s.id_name_suffix:
+                    name = re.sub(s.id_name_suffix + r"\Z", "", name)
+            else:
+                name = slot
+            if not self._name_ok(name) or not _BARE_NAME.match(name) or len(name) > 256:
+                return self._reject(f"not a tool name: {name[:40]!r}", pos)
+            self.name = name
+            self.phase = "args"
+            pos = j
+        if self.phase == "args":
+            if self.scanner is None:
+                i = pos
+                while i < len(text) and text[i] in _WS:
+                    i += 1
+                if i == len(text):
+                    if final:
+                        return self._reject("call has a name but no arguments", i, truncated=True)
+                    return "more", i
+                if text[i] != "{":
+                    return self._reject(f"arguments start with {text[i]!r}", i)
+                if s.flavor == "relaxed":
+                    strings: tuple[tuple[str, str, bool], ...] = (
+                        *((a, b, False) for a, b in s.string_delims), ('"', '"', True))
+                else:
+                    strings = (('"', '"', True),)
+                self.scanner = BalancedScanner("{[", strings, self.stops)
+                pos = i
+            st, j = self.scanner.feed(text, pos, final)
+            if st == "more":
+                if final:
+                    return self._reject("call arguments cut off by the end of the output", j, truncated=True)
+                return "more", j
+            raw = self.scanner.text()
+            status: Literal["ok", "repaired"] = "ok"
+            if st == "stop":
+                raw += self.scanner.closing_suffix()
+                status = "repaired"
+            elif st == "error":
+                return self._reject("unbalanced bracket in arguments", j)
+            try:
+                if s.flavor == "relaxed":
+                    args = values.parse_relaxed_object(raw, s.string_delims)
+                else:
+                    args = json.loads(raw)
+            except ValueError as e:
+                return self._reject(f"arguments are not valid: {e}", j)
+            if not isinstance(args, dict):
+                return self._reject("arguments are not an object", j)
+            call = ParsedCall(self.name or "", args, self.cid, status)
+            if status == "repaired":
+                call.issues.append(("repaired_arguments", "closing brackets were missing; added them"))
+            self.calls = [call]
+            self.phase = "trailer"
+            pos = j
+            if self._trailer is None:
+                return "done", pos
+        # optional trailer (e.g. a closing code fence)
+        i = pos
+        while i < len(text) and text[i] in _WS:
+            i += 1
+        assert self._trailer is not None
+        m = self._trailer.match_at(text, i)
+        if m is True and not final:
+            return "more", pos
+        if isinstance(m, type(None)) or m is True:
+            return "done", pos
+        return "done", m.end
+
+
+# -- tagged key/value parameters ----------------------------------------------------------------
+
+class TaggedBody(Body):
+    """``header`` with the name, then ``param`` elements, until ``trailer``; values typed by schema."""
+
+    def __init__(self, *a: Any, **k: Any) -> None:
+        super().__init__(*a, **k)
+        s = self.spec
+        p_pre, _ = _split_slot(s.param, "{key}")
+        self.p_open = p_pre.strip(_WS)
+        ends = tuple(x for x in (self.p_open, s.trailer.strip(_WS)) if x) + tuple(self.stops.markers)
+        self.header = _Header(s.header, "{name}", extra_stops=ends)
+        self.name: str | None = None
+        self.phase = "header"
+        self.body: list[str] = []
+        t = s.trailer.strip(_WS)
+        self.ends = MarkerSet([(t, "trailer")] if t else [])
+        self.all_ends = MarkerSet([(t, "trailer")] * bool(t) + [(m, "stop") for m in self.stops.markers])
+        self._param_re = self._compile_param()
+
+    def peek_name(self) -> str | None:
+        return self.name
+
+    def _compile_param(self) -> re.Pattern[str]:
+        s = self.spec
+        key_pre, rest = _split_slot(s.param, "{key}")
+        has_string = "{string}" in rest
+        if has_string:
+            mid1, rest2 = _split_slot(rest, "{string}")
+            mid2, post = _split_slot(rest2, "{value}")
+        else:
+            mid1, post = _split_slot(rest, "{value}")
+            mid2 = ""
+        self._mid = mid2 if has_string else mid1
+        self._post = post
+        self._post_has_key = "{key}" in post
+        key_stop = (mid1.strip(_WS) or ">")[0]
+        rx = _lit_regex(key_pre.strip(_WS)) + r"(?P<key>[^" + re.escape(key_stop) + r"]*?)"
+        if has_string:
+            rx += _lit_regex(mid1.strip(_WS)) + r"(?P<string>[^\"'>]*?)" + _lit_regex(mid2.strip(_WS))
+        else:
+            rx += _lit_regex(mid1.strip(_WS))
+        return re.compile(rx)
+
+    def feed(self, text: str, pos: int, final: bool) -> tuple[Status, int]:
+        if self.phase == "header":
+            r = self.header.feed(text, pos, final)
+            if r is None:
+                return "more", len(text)
+            kind, slot, j = r
+            if kind == "more":
+                return "more", j
+            if kind == "bad" or not slot or not self._name_ok(slot) or len(slot) > 256:
+                return self._reject("no call header", pos, truncated=final and kind != "bad" and not slot)
+            self.name = slot
+            self.phase = "body"
+            pos = j
+        m, safe = self.all_ends.scan(text, pos, final)
+        if m is None:
+            self.body.append(text[pos:safe])
+            if final:
+                return self._finish_body(pos=safe, complete=False)
+            return "more", safe
+        self.body.append(text[pos:m.start])
+        if m.kind == "trailer":
+            return self._finish_body(pos=m.end, complete=True)
+        return self._finish_body(pos=m.start, complete=True)
+
+    def _finish_body(self, pos: int, complete: bool) -> tuple[Status, int]:
+        body = "".join(self.body)
+        schema = self.schemas.get(self.name or "")
+        try:
+            args, partial = self._parse_params(body, schema, complete)
+        except ValueError as e:
+            return self._reject(str(e), pos)
+        status: Literal["ok", "truncated"] = "ok"
+        if partial:
+            if not self.spec_partial:
+                return self._reject("a parameter value was cut off by the end of the output", pos,
+                                    truncated=True)
+            status = "truncated"
+        call = ParsedCall(self.name or "", args, None, status)
+        if partial:
+            call.issues.append(("partial_value", "the last parameter value was cut off; surfaced as is"))
+        self.calls = [call]
+        return "done", pos
+
+    spec_partial = False
+
+    def _parse_params(self, body: str, schema: Mapping[str, Any] | None,
+                      complete: bool) -> tuple[dict[str, Any], bool]:
+        args: dict[str, Any] = {}
+        i = 0
+        partial = False
+        props = (schema or {}).get("properties") or {}
+        close_generic = self._post.strip(_WS)
+        while True:
+            m = self._param_re.search(body, i)
+            if m is None:
+                junk = body[i:].strip(_WS)
+                if junk and not args and i == 0:
+                    raise ValueError("call body has no parameters: " + junk[:40])
+                break
+            if body[i:m.start()].strip(_WS) and not args:
+                raise ValueError("text before the first parameter")
+            key = m.group("key").strip(_WS) if "string" not in m.groupdict() else m.group("key")
+            key = key.strip(_WS)
+            vstart = m.end()
+            close = close_generic.replace("{key}", key) if self._post_has_key else close_generic
+            cre = re.compile(_lit_regex(close))
+            cm = cre.search(body, vstart)
+            nxt = self._param_re.search(body, vstart) if not self._post_has_key else None
+            if cm is not None and (nxt is None or cm.start() <= nxt.start()):
+                raw = body[vstart:cm.start()]
+                raw = _trim_one(raw, self._mid, self._post)
+                i = cm.end()
+                terminated = True
+            else:
+                end = nxt.start() if nxt is not None else len(body)
+                raw = body[vstart:end]
+                terminated = nxt is not None or complete
+                raw = raw.rstrip(_WS) if terminated else _trim_one(raw, self._mid, "")
+                raw = _trim_one(raw, self._mid, "") if terminated else raw
+                i = end
+                if not terminated:
+                    partial = True
+            string_attr = m.groupdict().get("string")
+            args[key] = self._typed(raw, props.get(key) if isinstance(props, Mapping) else None,
+                                    string_attr, schema is not None)
+            if partial or i >= len(body):
+                break
+        return args, partial
+
+    def _typed(self, raw: str, schema: Any, string_attr: str | None, have_tools: bool) -> Any:
+        if string_attr is not None:
+            if string_attr.strip() == self.spec.string_true:
+                return raw
+            try:
+                return json.loads(raw)
+            except ValueError:
+                pass
+        if isinstance(schema, Mapping):
+            types = _schema_types(schema)
+            if "object" in types and "string" not in types and self.p_open and self.p_open in raw:
+                try:
+                    nested, _ = self._parse_params(raw, schema, True)
+                    return nested
+                except ValueError:
+                    pass
+            value, _issue = values.coerce_text(raw, schema)
+            return value
+        if string_attr is not None:
+            return raw
+        return raw
+
+
+def _schema_types(schema: Mapping[str, Any]) -> set[str]:
+    t = schema.get("type")
+    out: set[str] = set()
+    if isinstance(t, str):
+        out.add(t)
+    elif isinstance(t, list):
+        out.update(x for x in t if isinstance(x, str))
+    for k in ("anyOf", "oneOf"):
+        for alt in schema.get(k) or ():
+            if isinstance(alt, Mapping):
+                out |= _schema_types(alt)
+    if not out and isinstance(schema.get("properties"), Mapping):
+        out.add("object")
+    return out
+
+
+# -- pythonic ---------------------------------------------------------------------------------
+
+_PY_START = re.compile(r"\[\s*[A-Za-z_][\w.\-]*\s*\(")
+_PY_MAYBE = re.compile(r"\[\s*(?:[A-Za-z_][\w.\-]*\s*)?\Z")
+
+
+class PythonicBody(Body):
+    """``[name(key=value, ...), ...]`` with Python literal values."""
+
+    def __init__(self, *a: Any, **k: Any) -> None:
+        super().__init__(*a, **k)
+        self.scanner: BalancedScanner | None = None
+        self.head = ""
+
+    def feed(self, text: str, pos: int, final: bool) -> tuple[Status, int]:
+        if self.scanner is None:
+            i = pos
+            while i < len(text) and text[i] in _WS:
+                i += 1
+            head = self.head + text[i:]
+            if not head:
+                if final:
+                    return self._reject("empty call body", i, truncated=True)
+                return "more", i
+            if head[0] != "[":
+                return self._reject("not a pythonic call list", i)
+            if _PY_START.match(head) is None:
+                if _PY_MAYBE.match(head) and not final and len(head) < 128:
+                    return "more", i
+                return self._reject("not a pythonic call list", i)
+            self.scanner = BalancedScanner("[({", (("'", "'", True), ('"', '"', True)), self.stops)
+            pos = i
+        st, j = self.scanner.feed(text, pos, final)
+        if st == "more":
+            if final:
+                raw = self.scanner.text()
+                # uniform end-of-stream recovery: a complete call missing only its closing ']'
+                if self.scanner.stack == ["["] and not self.scanner.in_string:
+                    try:
+                        self.calls = self._to_calls(raw + "]")
+                        for c in self.calls:
+                            c.issues.append(("missing_end_marker", "closing ']' was missing"))
+                        return "done", j
+                    except ValueError:
+                        pass
+                return self._reject("call list cut off by the end of the output", j, truncated=True)
+            return "more", j
+        if st != "done":
+            return self._reject("unbalanced call list", j)
+        try:
+            self.calls = self._to_calls(self.scanner.text())
+        except ValueError as e:
+            return self._reject(str(e), j)
+        return "done", j
+
+    def _to_calls(self, raw: str) -> list[ParsedCall]:
+        out = []
+        for name, kwargs in values.parse_python_calls(raw):
+            if not self._name_ok(name):
+                raise ValueError(f"not a tool name: {name!r}")
+            out.append(ParsedCall(name, dict(kwargs)))
+        if not out:
+            raise ValueError("empty call list")
+        return out
+
+
+_KINDS: dict[str, type[Body]] = {
+    "json": JsonBody,
+    "name_json": NameJsonBody,
+    "tagged": TaggedBody,
+    "pythonic": PythonicBody,
+}
+
+
+def make_body(spec: CodecSpec, stops: MarkerSet, schemas: Mapping[str, Mapping[str, Any]],
+              known_only: bool = False, partial_values: bool = False) -> Body:
+    body = _KINDS[spec.kind](spec, stops, schemas, known_only)
+    if isinstance(body, TaggedBody):
+        body.spec_partial = partial_values
+    return body

@@ -1,0 +1,795 @@
+"""The streaming machine: one generic, profile-driven parser for every dialect.
+
+Rules of this file:
+
+* Everything that decides which state the parse is in lives here. Codecs (``codecs.py``) only
+  parse the body of one call; marker search and holdback live in ``markers.py``.
+* No I/O, no imports of jinja2 / openvino / transformers: text in, events out.
+* Nothing emitted is ever taken back. Text is held only while it may still be part of a marker,
+  while a tool call is incomplete, or while a reasoning block has not yet said whether the call
+  it contains is a call (``call_in_reasoning="defer"``).
+* Decisions depend on the text, never on where chunks were cut: every handler either makes a
+  decision that the full text would also make at that point, or waits for more text. Hence the
+  coalesced events of any chunking equal those of the whole text.
+
+Theory of operation. The parser owns one small working string: what it held back last time
+(``_carry``, never longer than the longest marker or the current call's unconsumed tail) plus
+the new chunk. A *mode* handler consumes from an index and returns the next index; a handler that
+cannot decide returns the same index and the rest becomes the carry. Handlers change ``_mode``
+(content, undecided, reasoning, defer, region, skip, and Harmony's header/body/call) by the
+table in ``_HANDLERS``. A handler that discovers that text it consumed was not what it looked
+like (a rejected tool call) pushes that text back (``_push``) to be read again as content.
+``close()`` runs the handlers once more with ``final=True`` so that everything pending is
+decided, then applies the end-of-stream rules.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from ..errors import AutoparserError, ParseError
+from ..events import (
+    CallStatus,
+    ContentDelta,
+    Event,
+    ReasoningDelta,
+    ToolCallArgsDelta,
+    ToolCallEnd,
+    ToolCallStart,
+)
+from ..policy import Policy
+from ..profile import Profile
+from ..result import Issue, Result, ToolCall
+from . import values
+from .codecs import Body, ParsedCall, make_body
+from .markers import Match, MarkerSet
+from .scanner import BalancedScanner
+
+__all__ = ["Parser"]
+
+_WS = " \t\r\n"
+_MAX_HARMONY_HEADER = 1024
+
+
+class _Compiled:
+    """Marker sets derived from a profile, built once per profile object."""
+
+    def __init__(self, p: Profile) -> None:
+        r = p.reasoning
+        t = p.tools
+        h = p.messages
+        strip = [(m, "strip") for m in (*p.strip, *p.content_open, *p.content_close)]
+        openers: list[tuple[str, str]] = []
+        if t is not None:
+            openers += [(m, "section") for m in t.section_open]
+            if t.bare_calls or not t.section_open:
+                openers += [(m, "call") for m in t.call_open]
+        look = [(m, "look") for m in t.lookahead_open] if t is not None else []
+        harmony: list[tuple[str, str]] = []
+        if h is not None:
+            harmony = [(h.start, "h_start"), (h.channel, "h_channel")] + [(e, "strip") for e in h.ends]
+        r_open = [(m, "r_open") for m in r.open] if r else []
+        r_close = [(m, "r_close") for m in r.close] if r else []
+        base = strip + openers + look + harmony
+        self.content_on = MarkerSet(base + r_open)
+        self.content_off = MarkerSet(base)
+        self.undecided = MarkerSet(base + r_open + r_close)
+        self.reasoning = MarkerSet(r_close + [(m, "strip") for m in (r.open if r else ())] + strip + openers)
+        self.reasoning_closed_only = MarkerSet(r_close + [(m, "strip") for m in (r.open if r else ())] + strip)
+        self.defer = MarkerSet(r_close)
+        if t is not None:
+            self.body_stops = MarkerSet([(m, "c_close") for m in t.call_close]
+                                        + [(m, "s_close") for m in t.section_close]
+                                        + [(m, "s_open") for m in t.section_open])
+            self.between = MarkerSet([(m, "s_close") for m in t.section_close]
+                                     + [(m, "s_open") for m in t.section_open]
+                                     + [(m, "c_open") for m in t.call_open]
+                                     + [(m, "c_close") for m in t.call_close]
+                                     + [(m, "sep") for m in t.separators]
+                                     + look)
+            self.after = MarkerSet([(m, "c_close") for m in t.call_close]
+                                   + [(m, "s_close") for m in t.section_close]
+                                   + [(m, "s_open") for m in t.section_open]
+                                   + [(m, "c_open") for m in t.call_open]
+                                   + look)
+            self.skip_section = MarkerSet([(m, "end") for m in t.section_close])
+            self.skip_call = MarkerSet([(m, "end") for m in (*t.call_close, *t.section_close)])
+        if h is not None:
+            self.h_header = MarkerSet([(h.message, "msg"), (h.start, "h_start"), (h.channel, "h_channel")]
+                                      + [(e, "end") for e in h.ends])
+            self.h_body = MarkerSet([(h.start, "h_start"), (h.channel, "h_channel")]
+                                    + [(e, "end") for e in h.ends] + strip)
+            self.h_after = MarkerSet([(e, "end") for e in h.ends])
+
+
+def _compiled(p: Profile) -> _Compiled:
+    c = p.__dict__.get("_compiled_markers")
+    if c is None:
+        c = _Compiled(p)
+        object.__setattr__(p, "_compiled_markers", c)
+    return c  # type: ignore[no-any-return]
+
+
+@dataclass
+class _Region:
+    via: str                    # "section" | "call" | "look"
+    marker: str                 # the opening marker text ("" for lookahead)
+    state: str = "between"      # "between" | "call" | "after"
+    raw: list[str] = field(default_factory=list)
+    raw_has_marker: bool = True
+    body: Body | None = None
+    call_open_used: bool = False
+    emitted: int = 0            # call bodies parsed in this region (an empty JSON array counts)
+    early_index: int | None = None
+    early_name: str | None = None
+    known_only: bool = False
+
+
+Mode = Literal["content", "undecided", "reasoning", "defer", "region", "skip", "h_header", "h_body",
+               "h_call", "h_after"]
+
+
+class Parser:
+    """Feed text chunks, get events; ``result()`` aggregates them. One parser per response."""
+
+    def __init__(self, profile: Profile, *, tools: object = None, reasoning: str | None = None,
+                 policy: Policy | str | None = None) -> None:
+        if not isinstance(profile, Profile):
+            raise TypeError(f"profile must be an autoparser.Profile, got {type(profile).__name__}")
+        self.profile = profile
+        self.policy = Policy.coerce(policy)
+        self._schemas = values.tool_schemas(tools)
+        self._have_tools = tools is not None
+        self._c = _compiled(profile)
+        r = profile.reasoning
+        if reasoning is None:
+            start = r.start if r is not None else "off"
+        elif reasoning in ("prefilled", "auto", "off", "explicit"):
+            start = reasoning
+        else:
+            raise ValueError(f"reasoning must be None, 'prefilled', 'auto', 'explicit' or 'off', got {reasoning!r}")
+        if r is None and start in ("prefilled", "auto"):
+            raise ValueError(f"reasoning={start!r}: this profile has no reasoning markers")
+        self._reasoning_on = start != "off"
+        self._mode: Mode = {"prefilled": "reasoning", "auto": "undecided"}.get(start, "content")  # type: ignore[assignment]
+        self._content_ms = self._c.content_on if self._reasoning_on else self._c.content_off
+        self._carry = ""
+        self._push: str | None = None
+        self._closed = False
+        self._pos = 0
+        self._events: list[Event] = []
+        self._reasoning: list[str] = []
+        self._content: list[str] = []
+        self._calls: list[ToolCall] = []
+        self._issues: list[Issue] = []
+        self._index = 0
+        self._r_blocks = 1 if start == "prefilled" else 0
+        self._held: list[str] = []        # undecided or deferred text
+        self._region: _Region | None = None
+        self._h_header: list[str] = []
+        self._h_kind = ""
+        self._h_blocks = 0
+        self._h_scanner: BalancedScanner | None = None
+        self._h_name = ""
+        self._truncated = False
+        self._unclosed_reported = False
+        self._skip_ms = MarkerSet(())
+
+    # -- public API ----------------------------------------------------------------------------
+    def feed(self, text: str) -> list[Event]:
+        if not isinstance(text, str):
+            raise TypeError(f"feed() takes str, got {type(text).__name__}; decode bytes first "
+                            "(e.g. chunk.decode('utf-8'))")
+        if self._closed:
+            raise AutoparserError("feed() after close(): this parser has finished; create a new one "
+                                  "with profile.parser() for the next response")
+        self._events = []
+        self._run(text, final=False)
+        return self._events
+
+    def close(self) -> list[Event]:
+        """End of stream: decide everything still pending. Idempotent."""
+        if self._closed:
+            return []
+        self._events = []
+        self._closed = True
+        self._run("", final=True)
+        while True:
+            push = self._end_of_stream()
+            if push is None:
+                break
+            self._run(push, final=True)
+        return self._events
+
+    def result(self) -> Result:
+        finish: Literal["stop", "tool_calls", "length"] = "stop"
+        if self._calls:
+            finish = "tool_calls"
+        elif self._truncated:
+            finish = "length"
+        return Result("".join(self._reasoning), "".join(self._content), list(self._calls),
+                      list(self._issues), finish)
+
+    # -- the loop -------------------------------------------------------------------------------
+    def _run(self, text: str, final: bool) -> None:
+        w = self._carry + text if self._carry else text
+        self._carry = ""
+        base = self._pos
+        i = 0
+        # the common case first: plain content with no marker character at all
+        if self._mode == "content" and not final and not self._content_ms.could_start(w):
+            self._emit_content(w)
+            self._pos += len(w)
+            return
+        while True:
+            mode = self._state()
+            j = getattr(self, "_m_" + self._mode)(w, i, final)
+            if self._push is not None:
+                push = self._push
+                self._push = None
+                w = push + w[j:]
+                base += j - len(push)
+                i = 0
+                continue
+            if j == i and mode == self._state():
+                break
+            i = j
+        self._carry = w[i:]
+        self._pos = base + i
+
+    def _state(self) -> tuple[str, str, int]:
+        rg = self._region
+        return (self._mode, rg.state, id(rg.body)) if rg is not None else (self._mode, "", 0)
+
+    def _at(self, i: int) -> int:
+        return self._pos + i
+
+    # -- emission -------------------------------------------------------------------------------
+    def _emit_content(self, text: str) -> None:
+        if not text:
+            return
+        if self._calls and text.strip(_WS):
+            pol = self.policy.text_after_call
+            if pol == "drop":
+                return
+            if pol == "raise":
+                self._issue("text_after_call", "text after a tool call", 0, "raise")
+        self._content.append(text)
+        self._events.append(ContentDelta(text))
+
+    def _emit_reasoning(self, text: str) -> None:
+        if text:
+            self._reasoning.append(text)
+            self._events.append(ReasoningDelta(text))
+
+    def _issue(self, code: str, message: str, pos: int, action: str = "") -> None:
+        self._issues.append(Issue(code, message, pos))
+        if action == "raise":
+            raise ParseError(code, message, pos)
+
+    # -- content, reasoning ----------------------------------------------------------------------
+    def _m_content(self, w: str, i: int, final: bool) -> int:
+        m, safe = self._content_ms.scan(w, i, final)
+        if m is None:
+            self._emit_content(w[i:safe])
+            return safe
+        self._emit_content(w[i:m.start])
+        return self._dispatch(m, w, final)
+
+    def _dispatch(self, m: Match, w: str, final: bool) -> int:
+        k = m.kind
+        if k == "strip":
+            return m.end
+        if k == "r_open":
+            self._open_reasoning()
+            return m.end
+        if k in ("section", "call", "look"):
+            return self._enter_region(k, m)
+        if k in ("h_start", "h_channel"):
+            self._h_header = []
+            self._mode = "h_header"
+            return m.end
+        if k == "r_close":  # pragma: no cover - only in the undecided set, handled there
+            return m.end
+        raise AssertionError(k)  # pragma: no cover
+
+    def _open_reasoning(self) -> None:
+        r = self.profile.reasoning
+        if r is not None and r.join and self._reasoning and self._r_blocks:
+            self._emit_reasoning(r.join)
+        self._r_blocks += 1
+        self._mode = "reasoning"
+
+    def _m_undecided(self, w: str, i: int, final: bool) -> int:
+        m, safe = self._c.undecided.scan(w, i, final)
+        if m is None:
+            self._held.append(w[i:safe])
+            if final:
+                self._flush_held(as_reasoning=False)
+                self._mode = "content"
+            return safe
+        self._held.append(w[i:m.start])
+        if m.kind == "strip":
+            return m.end
+        if m.kind == "r_close":
+            self._flush_held(as_reasoning=True)
+            self._r_blocks += 1
+            self._mode = "content"
+            return m.end
+        self._flush_held(as_reasoning=False)
+        self._mode = "content"
+        return m.start
+
+    def _flush_held(self, as_reasoning: bool) -> None:
+        text = "".join(self._held)
+        self._held = []
+        if as_reasoning:
+            self._emit_reasoning(text)
+        else:
+            self._emit_content(text)
+
+    def _m_reasoning(self, w: str, i: int, final: bool) -> int:
+        pol = self.policy.call_in_reasoning
+        ms = self._c.reasoning_closed_only if pol == "reasoning" else self._c.reasoning
+        m, safe = ms.scan(w, i, final)
+        if m is None:
+            self._emit_reasoning(w[i:safe])
+            return safe
+        self._emit_reasoning(w[i:m.start])
+        if m.kind == "r_close":
+            self._mode = "content"
+            return m.end
+        if m.kind == "strip":
+            return m.end
+        # a tool-call marker inside an open reasoning block
+        if pol == "raise":
+            self._issue("call_in_reasoning", "tool-call marker inside reasoning", self._at(m.start), "raise")
+        if pol == "call":
+            self._issue("call_in_reasoning", "tool-call marker ended the reasoning block", self._at(m.start))
+            self._mode = "content"
+            return m.start
+        self._mode = "defer"
+        self._held = [m.marker]
+        return m.end
+
+    def _m_defer(self, w: str, i: int, final: bool) -> int:
+        m, safe = self._c.defer.scan(w, i, final)
+        if m is None:
+            self._held.append(w[i:safe])
+            return safe
+        self._held.append(w[i:m.start])
+        # the block closed: what looked like a call was part of the reasoning
+        self._flush_held(as_reasoning=True)
+        self._mode = "content"
+        return m.end
+
+    def _end_of_stream(self) -> str | None:
+        """End-of-stream rules for the mode the text ended in; may return text to read again."""
+        mode = self._mode
+        if mode == "defer":
+            text = "".join(self._held)
+            self._held = []
+            self._mode = "content"
+            self._issue("call_in_reasoning", "the reasoning block never closed; the tool call in it "
+                        "ended it", self._pos)
+            return text
+        if mode == "reasoning":
+            if not self._unclosed_reported:
+                self._unclosed_reported = True
+                self._truncated = True
+                self._issue("unclosed_reasoning", "the output ended inside a reasoning block", self._pos,
+                            "raise" if self.policy.unclosed_reasoning == "raise" else "")
+            return None
+        if mode == "undecided":
+            self._flush_held(as_reasoning=False)
+            self._mode = "content"
+            return None
+        if mode in ("h_header", "h_call", "h_after", "h_body"):
+            self._mode = "content"
+            return None
+        if mode in ("region", "skip"):  # pragma: no cover - handlers finish regions at final
+            self._region = None
+            self._mode = "content"
+        return None
+
+    # -- tool-call regions ------------------------------------------------------------------------
+    def _enter_region(self, kind: str, m: Match) -> int:
+        t = self.profile.tools
+        assert t is not None
+        if kind == "look":
+            rg = _Region("look", "", state="call", raw_has_marker=False,
+                         known_only=m.marker in t.lookahead_known_only)
+            self._region = rg
+            self._mode = "region"
+            return m.start
+        rg = _Region(kind, m.marker, state="between" if kind == "section" else "call")
+        rg.raw.append(m.marker)
+        rg.call_open_used = kind == "call"
+        self._region = rg
+        self._mode = "region"
+        return m.end
+
+    def _m_region(self, w: str, i: int, final: bool) -> int:
+        rg = self._region
+        assert rg is not None
+        if rg.state == "between":
+            return self._region_between(rg, w, i, final)
+        if rg.state == "call":
+            return self._region_call(rg, w, i, final)
+        return self._region_after(rg, w, i, final)
+
+    def _skip_ws(self, rg: _Region, w: str, i: int) -> int:
+        k = i
+        n = len(w)
+        while k < n and w[k] in _WS:
+            k += 1
+        if k > i:
+            rg.raw.append(w[i:k])
+        return k
+
+    def _end_region(self) -> None:
+        self._region = None
+        self._mode = "content"
+
+    def _region_between(self, rg: _Region, w: str, i: int, final: bool) -> int:
+        t = self.profile.tools
+        assert t is not None
+        k = self._skip_ws(rg, w, i)
+        if k == len(w):
+            if final:
+                if rg.via == "section" and t.section_close and rg.emitted:
+                    self._issue("missing_end_marker", "tool-call section was not closed", self._at(k))
+                if not rg.emitted and rg.via == "section":
+                    return self._reject(rg, w, k, truncated=True, reason="tool-call section is empty")
+                self._end_region()
+            return k
+        r = self._c.between.match_at(w, k)
+        if r is True and not final:
+            return k
+        if isinstance(r, Match):
+            if r.kind == "s_open":
+                self._end_region()
+                return k
+            rg.raw.append(r.marker)
+            if r.kind == "s_close":
+                if not rg.emitted:
+                    return self._reject(rg, w, r.end, truncated=False, reason="tool-call section has no call")
+                self._end_region()
+                return r.end
+            if r.kind == "c_open":
+                rg.state = "call"
+                rg.call_open_used = True
+                return r.end
+            if r.kind == "look":
+                rg.raw.pop()
+                rg.state = "call"
+                rg.known_only = r.marker in t.lookahead_known_only
+                return k
+            return r.end  # separators, stray call-close markers
+        kind = t.codec.kind
+        if t.call_open and not (rg.via == "section" and kind in ("json", "pythonic")
+                                and w[k] in "{["):
+            if rg.via == "section" and t.section_close:
+                return self._reject(rg, w, k, truncated=False, reason="text inside a tool-call section")
+            self._end_region()
+            return k
+        if kind in ("json", "pythonic") and w[k] not in "{[":
+            if rg.emitted:
+                self._end_region()
+                return k
+            return self._reject(rg, w, k, truncated=False, reason="tool-call marker not followed by a call")
+        rg.state = "call"
+        return k
+
+    def _region_call(self, rg: _Region, w: str, i: int, final: bool) -> int:
+        t = self.profile.tools
+        assert t is not None
+        if rg.body is None:
+            k = i
+            while k < len(w) and w[k] in _WS:
+                k += 1
+            if k == len(w) and not final:
+                return i
+            spec = t.codec
+            if (t.alt_codec is not None and k < len(w) and w[k] in "{["
+                    and spec.kind not in ("json", "pythonic")):
+                spec = t.alt_codec
+            rg.body = make_body(spec, self._c.body_stops, self._schemas, rg.known_only, t.partial_values)
+        body = rg.body
+        st, j = body.feed(w, i, final)
+        if j > i:
+            rg.raw.append(w[i:j])
+        if st == "more":
+            self._peek(rg)
+            return j
+        if st == "reject":
+            return self._reject(rg, w, j, truncated=body.truncated, reason=body.reason)
+        self._emit_calls(rg, body.calls)
+        rg.body = None
+        rg.state = "after"
+        return j
+
+    def _region_after(self, rg: _Region, w: str, i: int, final: bool) -> int:
+        t = self.profile.tools
+        assert t is not None
+        k = self._skip_ws(rg, w, i)
+        if k == len(w):
+            if final:
+                if (rg.call_open_used and t.call_close) or (rg.via == "section" and t.section_close):
+                    self._issue("missing_end_marker", "tool call was not closed; recovered it at the end "
+                                "of the output", self._at(k))
+                self._end_region()
+            return k
+        r = self._c.after.match_at(w, k)
+        if r is True and not final:
+            return k
+        if isinstance(r, Match):
+            if r.kind == "c_close":
+                if rg.via == "section":
+                    rg.state = "between"
+                    rg.raw = []
+                    return r.end
+                # an orphan section close right after a bare call belongs to it too
+                self._end_region()
+                return r.end
+            if r.kind == "s_close":
+                if rg.call_open_used and t.call_close:
+                    self._issue("missing_end_marker", "tool call was not closed before the section end",
+                                self._at(k))
+                self._end_region()
+                return r.end
+            if r.kind == "s_open":
+                self._end_region()
+                return k
+            if r.kind == "look":
+                rg.state = "call"
+                rg.known_only = r.marker in t.lookahead_known_only
+                return k
+            # the next call starts without this one being closed
+            if t.call_close:
+                self._issue("missing_end_marker", "tool call was not closed before the next one",
+                            self._at(k))
+            if rg.via == "section":
+                rg.state = "between"
+                return k
+            self._end_region()
+            return k
+        if rg.via == "section":
+            rg.state = "between"
+            return k
+        if rg.call_open_used and t.call_close:
+            self._issue("missing_end_marker", "tool call was not closed; text follows it", self._at(k))
+        self._end_region()
+        return k
+
+    def _peek(self, rg: _Region) -> None:
+        body = rg.body
+        if body is None or rg.early_index is not None:
+            return
+        name = body.peek_name()
+        if name:
+            rg.early_name = name
+            rg.early_index = self._start_call(name, None)
+
+    def _start_call(self, name: str, cid: str | None) -> int:
+        idx = self._index
+        self._index += 1
+        known = not self._have_tools or name in self._schemas
+        self._events.append(ToolCallStart(idx, cid or f"call_{idx}", name, known))
+        return idx
+
+    def _reject(self, rg: _Region, w: str, j: int, truncated: bool, reason: str) -> int:
+        t = self.profile.tools
+        assert t is not None
+        if rg.body is not None and rg.early_index is None:
+            self._peek(rg)  # announce what any chunking would have announced, then withdraw it
+        if rg.early_index is not None:
+            self._events.append(ToolCallEnd(rg.early_index, {}, "dropped"))
+        recovery: str = t.on_truncated if truncated else t.on_invalid
+        if truncated:
+            self._truncated = True
+            if self.policy.truncated_call == "raise":
+                self._issue("truncated_call", reason, self._at(j), "raise")
+            if self.policy.truncated_call == "drop":
+                recovery = "drop"
+        elif self.policy.malformed_arguments == "raise":
+            self._issue("invalid_call", reason, self._at(j), "raise")
+        if recovery == "content_if_no_calls":
+            recovery = "content" if not self._calls else "drop"
+        self._issue("truncated_call" if truncated else "invalid_call",
+                    f"{reason}; its text was {'dropped' if recovery == 'drop' else 'kept as content'}",
+                    self._at(j))
+        raw = "".join(rg.raw)
+        self._region = None
+        self._mode = "content"
+        if recovery == "drop":
+            if not truncated and (t.section_close if rg.via == "section" else t.call_close or t.section_close):
+                self._mode = "skip"
+                self._skip_ms = self._c.skip_section if rg.via == "section" else self._c.skip_call
+            return j
+        if rg.via == "look" and not rg.emitted:
+            # the lookahead marker was not a call: its first character is content, read on after it
+            if not raw:
+                self._emit_content(w[j:j + 1])
+                return j + 1
+            self._emit_content(raw[0])
+            if len(raw) > 1:
+                self._push = raw[1:]
+            return j
+        if rg.raw_has_marker and rg.marker and raw.startswith(rg.marker):
+            if recovery == "content":
+                self._emit_content_raw(rg.marker)
+            raw = raw[len(rg.marker):]
+        if raw:
+            self._push = raw
+        return j
+
+    def _emit_content_raw(self, text: str) -> None:
+        """Content that is the literal text of a rejected marker (never re-scanned)."""
+        self._content.append(text)
+        self._events.append(ContentDelta(text))
+
+    def _m_skip(self, w: str, i: int, final: bool) -> int:
+        m, safe = self._skip_ms.scan(w, i, final)
+        if m is None:
+            if final:
+                self._mode = "content"
+            return safe
+        self._mode = "content"
+        return m.end
+
+    def _emit_calls(self, rg: _Region, calls: list[ParsedCall]) -> None:
+        for n, c in enumerate(calls):
+            self._emit_call(rg, c, first=n == 0)
+        rg.emitted += max(1, len(calls))
+        rg.raw = []
+        rg.raw_has_marker = False
+        rg.early_index = None
+        rg.early_name = None
+
+    def _emit_call(self, rg: _Region, c: ParsedCall, first: bool) -> None:
+        known = not self._have_tools or c.name in self._schemas
+        if not known:
+            pol = self.policy.unknown_tool
+            if pol == "raise":
+                self._issue("unknown_tool", f"call to unknown tool {c.name!r}", self._pos, "raise")
+            if pol == "drop":
+                if first and rg.early_index is not None:
+                    self._events.append(ToolCallEnd(rg.early_index, {}, "dropped"))
+                self._issue("unknown_tool", f"dropped a call to unknown tool {c.name!r}", self._pos)
+                return
+            self._issue("unknown_tool", f"call to a tool not in the request: {c.name!r}", self._pos)
+        if first and rg.early_index is not None and rg.early_name == c.name:
+            idx = rg.early_index
+        else:
+            if first and rg.early_index is not None:  # pragma: no cover - peeked name always final
+                self._events.append(ToolCallEnd(rg.early_index, {}, "dropped"))
+            idx = self._start_call(c.name, c.id)
+        cid = c.id or f"call_{idx}"
+        for code, msg in c.issues:
+            self._issue(code, f"{c.name}: {msg}", self._pos)
+        status: CallStatus = c.status
+        if self._have_tools and known:
+            problems = values.validate_arguments(c.arguments, self._schemas.get(c.name))
+            if problems:
+                msg = f"{c.name}: arguments do not match the tool schema: {'; '.join(problems)}"
+                self._issue("schema_mismatch", msg, self._pos,
+                            "raise" if self.policy.schema_mismatch == "raise" else "")
+                if status == "ok":
+                    status = "invalid"
+        self._events.append(ToolCallArgsDelta(idx, json.dumps(c.arguments, ensure_ascii=False)))
+        self._events.append(ToolCallEnd(idx, c.arguments, status))
+        final_status: Any = status
+        self._calls.append(ToolCall(c.name, c.arguments, cid, final_status, known))
+
+    # -- Harmony messages ---------------------------------------------------------------------------
+    def _m_h_header(self, w: str, i: int, final: bool) -> int:
+        h = self.profile.messages
+        assert h is not None
+        m, safe = self._c.h_header.scan(w, i, final)
+        if m is None:
+            self._h_header.append(w[i:safe])
+            if sum(map(len, self._h_header)) > _MAX_HARMONY_HEADER or final:
+                self._issue("invalid_header", "message header never reached its message marker",
+                            self._at(safe))
+                self._mode = "content"
+            return safe
+        self._h_header.append(w[i:m.start])
+        if m.kind == "h_channel":
+            self._h_header.append(" ")
+            return m.end
+        if m.kind != "msg":
+            self._mode = "content"
+            return m.start if m.kind == "h_start" else m.end
+        header = "".join(self._h_header)
+        rm = re.search(re.escape(h.recipient_prefix) + r"([^\s<]+)", header)
+        if rm:
+            self._h_name = rm.group(1)
+            self._h_scanner = None
+            self._mode = "h_call"
+            return m.end
+        words = re.findall(r"[^\s<>|]+", header)
+        if any(c in words for c in h.reasoning_channels):
+            self._h_kind = "reasoning"
+            if self._reasoning and h.join:
+                self._emit_reasoning(h.join)
+        else:
+            self._h_kind = "content"
+            if self._h_blocks and self._content and h.join:
+                self._emit_content(h.join)
+            self._h_blocks += 1
+        self._mode = "h_body"
+        return m.end
+
+    def _m_h_body(self, w: str, i: int, final: bool) -> int:
+        m, safe = self._c.h_body.scan(w, i, final)
+        emit = self._emit_reasoning if self._h_kind == "reasoning" else self._emit_content
+        if m is None:
+            emit(w[i:safe])
+            return safe
+        emit(w[i:m.start])
+        if m.kind == "strip":
+            return m.end
+        self._mode = "content"
+        return m.end if m.kind == "end" else m.start
+
+    def _m_h_call(self, w: str, i: int, final: bool) -> int:
+        if self._h_scanner is None:
+            k = i
+            while k < len(w) and w[k] in _WS:
+                k += 1
+            if k == len(w):
+                if final:
+                    self._truncated = True
+                    self._issue("truncated_call", f"{self._h_name}: no arguments", self._at(k))
+                    self._mode = "content"
+                return k
+            if w[k] != "{":
+                self._issue("invalid_call", f"{self._h_name}: arguments are not JSON", self._at(k))
+                self._mode = "h_after"
+                return k
+            self._h_scanner = BalancedScanner("{[", (('"', '"', True),), self._c.h_after)
+            i = k
+        sc = self._h_scanner
+        st, j = sc.feed(w, i, final)
+        if st == "more":
+            if final:
+                self._truncated = True
+                self._issue("truncated_call", f"{self._h_name}: arguments cut off; dropped", self._at(j))
+                self._mode = "content"
+            return j
+        raw = sc.text()
+        status: Literal["ok", "repaired"] = "ok"
+        if st == "stop":
+            raw += sc.closing_suffix()
+            status = "repaired"
+        try:
+            args = json.loads(raw)
+        except ValueError:
+            args = None
+        if not isinstance(args, dict):
+            self._issue("invalid_call", f"{self._h_name}: arguments are not a JSON object", self._at(j))
+        else:
+            rg = _Region("harmony", "")
+            self._emit_calls(rg, [ParsedCall(self._h_name, args, None, status)])
+        self._h_scanner = None
+        self._mode = "h_after"
+        return j
+
+    def _m_h_after(self, w: str, i: int, final: bool) -> int:
+        k = i
+        while k < len(w) and w[k] in _WS:
+            k += 1
+        if k == len(w):
+            if final:
+                self._mode = "content"
+            return k
+        r = self._c.h_after.match_at(w, k)
+        if r is True and not final:
+            return i
+        self._mode = "content"
+        return r.end if isinstance(r, Match) else k
+

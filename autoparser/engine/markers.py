@@ -1,0 +1,105 @@
+"""Finding marker strings in a stream, holding back only what may still become a marker.
+
+The one primitive every state of the machine uses: given the text available now, where is the
+earliest marker (longest spelling wins at one position), and how much of the tail must be held
+back because it is a proper prefix of some marker. Holdback is minimal by construction: a tail is
+held only if it is a prefix of a marker, never "just in case".
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+__all__ = ["Match", "MarkerSet"]
+
+
+@dataclass(frozen=True, slots=True)
+class Match:
+    start: int
+    end: int
+    marker: str
+    kind: str
+
+
+class MarkerSet:
+    """An immutable set of (marker, kind) pairs compiled for searching."""
+
+    __slots__ = ("_first", "_kinds", "_max", "_prefixes", "_re", "markers")
+
+    def __init__(self, pairs: Iterable[tuple[str, str]]) -> None:
+        kinds: dict[str, str] = {}
+        for marker, kind in pairs:
+            if marker and marker not in kinds:
+                kinds[marker] = kind
+        self._kinds = kinds
+        self.markers = tuple(sorted(kinds, key=lambda m: (-len(m), m)))
+        self._max = max((len(m) for m in self.markers), default=0)
+        self._re = re.compile("|".join(re.escape(m) for m in self.markers)) if self.markers else None
+        self._first = (
+            re.compile("[" + "".join(sorted({re.escape(m[0]) for m in self.markers})) + "]")
+            if self.markers else None
+        )
+        self._prefixes = frozenset(m[:i] for m in self.markers for i in range(1, len(m)))
+
+    def __bool__(self) -> bool:
+        return bool(self.markers)
+
+    @property
+    def longest(self) -> int:
+        return self._max
+
+    def search(self, text: str, pos: int = 0, endpos: int | None = None) -> Match | None:
+        if self._re is None:
+            return None
+        m = self._re.search(text, pos) if endpos is None else self._re.search(text, pos, endpos)
+        if m is None:
+            return None
+        s = m.group()
+        return Match(m.start(), m.end(), s, self._kinds[s])
+
+    def scan(self, text: str, pos: int, final: bool) -> tuple[Match | None, int]:
+        """Earliest marker in ``text[pos:]``, or where the certain text ends.
+
+        Returns ``(match, match.start)`` for a marker that cannot grow into a longer one, else
+        ``(None, safe)``: ``text[pos:safe]`` holds no marker and ``text[safe:]`` must be held back
+        (empty when ``final``).
+        """
+        m = self.search(text, pos)
+        if m is not None:
+            if not final and len(text) - m.start < self._max and text[m.start:] in self._prefixes:
+                return None, m.start
+            return m, m.start
+        if final:
+            return None, len(text)
+        return None, max(pos, self.holdback(text, pos))
+
+    def could_start(self, text: str, pos: int = 0) -> bool:
+        """Whether any marker's first character occurs in ``text[pos:]`` (a fast negative test)."""
+        return self._first is not None and self._first.search(text, pos) is not None
+
+    def holdback(self, text: str, pos: int = 0) -> int:
+        """Index from which ``text`` must be held: its longest suffix that is a marker prefix."""
+        n = len(text)
+        for k in range(min(self._max - 1, n - pos), 0, -1):
+            if text[n - k:] in self._prefixes:
+                return n - k
+        return n
+
+    def match_at(self, text: str, pos: int) -> Match | None | bool:
+        """The marker starting exactly at ``pos``; ``True`` if one still may (text ends first)."""
+        if self._re is None:
+            return None
+        m = self._re.match(text, pos)
+        if m is not None:
+            s = m.group()
+            # a longer marker may still complete when the text ends right after a shorter one
+            tail = text[pos:]
+            if len(tail) < self._max and tail in self._prefixes:
+                return True
+            return Match(m.start(), m.end(), s, self._kinds[s])
+        tail = text[pos:]
+        if len(tail) < self._max and tail in self._prefixes:
+            return True
+        return None

@@ -1,0 +1,158 @@
+"""Finding where a bracketed value ends, incrementally, without parsing it.
+
+JSON, Gemma's relaxed objects and Python call lists all end where their outermost bracket closes,
+and brackets inside strings do not count. This scanner tracks exactly that (bracket stack, string
+state, escapes) over chunks, jumping between interesting characters with one compiled regex, so
+a 1 MB string argument costs one regex search per chunk and nothing is scanned twice. The text
+it has consumed is kept in ``pieces``; parsing happens once, when the value is complete.
+
+It also stops, outside strings, at any of the ``stops`` markers (a call's end marker), so that a
+body missing its closing braces can be repaired when the end marker bounds it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Literal
+
+from .markers import MarkerSet
+
+__all__ = ["BalancedScanner", "ScanStatus"]
+
+ScanStatus = Literal["done", "stop", "more", "error"]
+
+_PAIRS = {"}": "{", "]": "[", ")": "("}
+
+
+class BalancedScanner:
+    """Scans one bracketed value starting at its opening bracket."""
+
+    __slots__ = ("_brackets", "_closers", "_esc", "_in", "_out_re", "_str_close", "_str_re",
+                 "_strings", "_tokens", "pieces", "stack", "started", "stop_match")
+
+    def __init__(
+        self,
+        brackets: str = "{[",
+        strings: Sequence[tuple[str, str, bool]] = (('"', '"', True),),
+        stops: MarkerSet | None = None,
+    ) -> None:
+        self._brackets = brackets
+        self._closers = "".join(c for c, o in _PAIRS.items() if o in brackets)
+        self._strings = tuple(strings)
+        self._tokens = MarkerSet(
+            [(s[0], "string") for s in strings] + [(m, "stop") for m in (stops.markers if stops else ())]
+        )
+        alts = [re.escape(s[0]) for s in sorted(strings, key=lambda s: -len(s[0]))]
+        if stops:
+            alts += [re.escape(m) for m in stops.markers]
+        alts.append("[" + re.escape(brackets + self._closers) + "]")
+        self._out_re = re.compile("|".join(alts))
+        self._str_re: dict[int, re.Pattern[str]] = {}
+        for i, (_o, c, esc) in enumerate(strings):
+            self._str_re[i] = re.compile(re.escape(c) + (r"|\\" if esc else ""))
+        self._in: int | None = None
+        self._str_close = ""
+        self._esc = False
+        self.stack: list[str] = []
+        self.pieces: list[str] = []
+        self.started = False
+        self.stop_match = ""
+
+    @property
+    def in_string(self) -> bool:
+        return self._in is not None
+
+    def text(self) -> str:
+        return "".join(self.pieces)
+
+    def closing_suffix(self) -> str:
+        """What would close every open bracket (for repair): no open string allowed."""
+        return "".join({"{": "}", "[": "]", "(": ")"}[b] for b in reversed(self.stack))
+
+    def feed(self, text: str, pos: int, final: bool) -> tuple[ScanStatus, int]:
+        """Consume from ``pos``; returns (status, index).
+
+        ``done``: the value ended just before ``index``. ``stop``: a stop marker starts at
+        ``index`` outside any string (``stop_match`` names it). ``more``: everything before
+        ``index`` was consumed; ``text[index:]`` must be fed again with more text. ``error``: an
+        unbalanced closing bracket at ``index``.
+        """
+        i = pos
+        n = len(text)
+        hold_out = -1
+        while i < n:
+            if self._in is not None:
+                if self._esc:
+                    self._esc = False
+                    i += 1
+                    continue
+                m = self._str_re[self._in].search(text, i)
+                if m is None:
+                    # a partial closing delimiter may sit at the end
+                    hold = n
+                    c = self._str_close
+                    if len(c) > 1 and not final:
+                        for k in range(min(len(c) - 1, n - i), 0, -1):
+                            if c.startswith(text[n - k:]):
+                                hold = n - k
+                                break
+                    self.pieces.append(text[pos:hold])
+                    return "more", hold
+                if m.group() == "\\":
+                    if m.end() == n:
+                        self._esc = True
+                        i = n
+                        continue
+                    i = m.end() + 1
+                    continue
+                self._in = None
+                i = m.end()
+                if not self.stack:
+                    self.pieces.append(text[pos:i])
+                    return "done", i
+                continue
+            m = self._out_re.search(text, i)
+            if not final:
+                if hold_out < 0:
+                    hold_out = self._tokens.holdback(text, 0) if self._tokens else n
+                if m is None or m.start() >= hold_out:
+                    h = max(hold_out, i)
+                    self.pieces.append(text[pos:h])
+                    return "more", h
+                if n - m.start() < self._tokens.longest and self._tokens.match_at(text, m.start()) is True:
+                    self.pieces.append(text[pos:m.start()])
+                    return "more", m.start()
+            elif m is None:
+                self.pieces.append(text[pos:n])
+                return "more", n
+            tok = m.group()
+            j = m.start()
+            if len(tok) == 1 and tok in self._brackets:
+                self.stack.append(tok)
+                self.started = True
+                i = m.end()
+                continue
+            if len(tok) == 1 and tok in self._closers:
+                if not self.stack or self.stack[-1] != _PAIRS[tok]:
+                    self.pieces.append(text[pos:j])
+                    return "error", j
+                self.stack.pop()
+                i = m.end()
+                if not self.stack:
+                    self.pieces.append(text[pos:i])
+                    return "done", i
+                continue
+            for k, (o, c, esc) in enumerate(self._strings):
+                if tok == o:
+                    self._in = k
+                    self._str_close = c
+                    self._esc = False
+                    i = m.end()
+                    break
+            else:
+                self.stop_match = tok
+                self.pieces.append(text[pos:j])
+                return "stop", j
+        self.pieces.append(text[pos:n])
+        return "more", n

@@ -1,0 +1,959 @@
+"""Argument values: tool schemas, schema-driven coercion, literal parsers and validation.
+
+Rules of this module (the engine relies on them):
+
+- Everything here is pure: no I/O, no state, no module-level side effects beyond constant tables
+  and compiled patterns.
+- The *parsers* (``parse_python_literal``, ``parse_python_calls``, ``parse_relaxed_object``) are
+  strict: they return a JSON-compatible value or raise ``ValueError``. The engine decides what a
+  failure means (keep the raw text as content, repair, mark the call invalid), so a parser never
+  guesses.
+- The *coercer* and the *validator* (``coerce_text``, ``validate_arguments``) never raise. They sit
+  on the path of every tool call, and one odd schema or value must not lose a whole call (mlx-lm's
+  qwen3-coder parser used to crash on ``int('2026-01-15')`` and drop the call). They report
+  problems as human-readable strings instead.
+- Only JSON-compatible values come out: ``dict`` with ``str`` keys, ``list``, ``str``, ``int``,
+  finite ``float``, ``bool``, ``None``. Tuples become lists; NaN and infinities are refused,
+  because ``ToolCall.arguments_json`` must be valid JSON.
+
+Theory of coercion (conformance policy 8: "JSON dialects preserve the JSON type as written; XML and
+tag dialects coerce by schema, with fallback to the raw string"): a tag dialect writes every value
+as bare text, so the parameter's JSON schema is the only evidence of the intended type. Without a
+schema nothing is guessed. With one, a ``null`` literal is null (every peer treats it specially,
+even for string-typed parameters), then the non-string alternatives are tried from the most to the
+least structured, and a string alternative (or an unconstrained one) takes whatever is left. When
+nothing fits, the raw text is kept and an issue message says why.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import math
+import re
+import warnings
+from collections.abc import Mapping, Sequence
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+__all__ = [
+    "coerce_text",
+    "parse_python_calls",
+    "parse_python_literal",
+    "parse_relaxed_object",
+    "tool_schemas",
+    "validate_arguments",
+]
+
+# --------------------------------------------------------------------------------------------
+# Schema reading
+# --------------------------------------------------------------------------------------------
+
+# JSON-schema type names, plus the Python/C spellings that hand-written tool definitions use in
+# the wild ("int", "float", "bool", ...). Keys are lower-case; lookups lower-case the name.
+_TYPE_ALIASES: dict[str, str] = {
+    "string": "string",
+    "str": "string",
+    "text": "string",
+    "integer": "integer",
+    "int": "integer",
+    "long": "integer",
+    "number": "number",
+    "float": "number",
+    "double": "number",
+    "boolean": "boolean",
+    "bool": "boolean",
+    "object": "object",
+    "dict": "object",
+    "array": "array",
+    "list": "array",
+    "null": "null",
+    "none": "null",
+}
+
+# The order in which coercion tries non-string alternatives: most structured first, so that a
+# value that parses as an object under ``anyOf(object, string)`` becomes the object.
+_COERCE_ORDER: tuple[str, ...] = ("object", "array", "integer", "number", "boolean")
+
+# Schemas nest (anyOf inside properties inside items ...) and a Python dict may even contain
+# itself; every recursive walk over a schema stops at this depth instead of overflowing.
+_MAX_SCHEMA_DEPTH = 32
+
+# Largest decimal exponent accepted when turning "1e5"-style text into an exact int; beyond it the
+# int would be enormous (a denial-of-service vector) and Python refuses such ints in str() anyway.
+_MAX_INT_EXPONENT = 4000
+
+# Floats beyond 2**53 are not exact integers, so "integral float -> int" stops there.
+_MAX_EXACT_FLOAT_INT = 2**53
+
+
+class _TypeInfo:
+    """What a (possibly union) schema allows, flattened for coercion.
+
+    ``types`` holds normalised JSON-schema type names. ``open`` is true when some alternative
+    carries no type information at all (``$ref``, ``const``, an unknown type name), which means
+    "anything goes" for that alternative: the raw string is then an acceptable fallback.
+    """
+
+    __slots__ = ("open", "types")
+
+    def __init__(self) -> None:
+        self.types: set[str] = set()
+        self.open = False
+
+
+def _normalise_type(name: object) -> str | None:
+    """Map a ``type`` entry to a JSON-schema type name, or None when it is not one we know."""
+    if not isinstance(name, str):
+        return None
+    return _TYPE_ALIASES.get(name.strip().lower())
+
+
+def _collect_types(schema: object, info: _TypeInfo, depth: int) -> None:
+    """Fill ``info`` from ``schema``; see ``_TypeInfo`` for the meaning of the fields.
+
+    ``type`` wins over ``anyOf``/``oneOf`` when both are present: the alternatives then usually add
+    constraints (``required`` sets) rather than types, and reading them as open alternatives would
+    wrongly accept any raw string.
+    """
+    if depth > _MAX_SCHEMA_DEPTH or not isinstance(schema, Mapping):
+        info.open = True
+        return
+    declared = schema.get("type")
+    found = False
+    if isinstance(declared, str):
+        norm = _normalise_type(declared)
+        if norm is None:
+            info.open = True
+        else:
+            info.types.add(norm)
+        found = True
+    elif isinstance(declared, (list, tuple)):
+        for entry in declared:
+            norm = _normalise_type(entry)
+            if norm is None:
+                info.open = True
+            else:
+                info.types.add(norm)
+        found = True
+    if not found:
+        for key in ("anyOf", "oneOf"):
+            alternatives = schema.get(key)
+            if isinstance(alternatives, (list, tuple)) and alternatives:
+                for alternative in alternatives:
+                    _collect_types(alternative, info, depth + 1)
+                found = True
+    if not found:
+        # A schema that lists properties describes an object, one with items an array, even when
+        # its author left ``type`` out; that is reading the schema, not guessing from the value.
+        if isinstance(schema.get("properties"), Mapping):
+            info.types.add("object")
+        elif isinstance(schema.get("items"), Mapping):
+            info.types.add("array")
+        else:
+            info.open = True
+    if schema.get("nullable") is True:
+        info.types.add("null")
+
+
+def _type_info(schema: object) -> _TypeInfo:
+    info = _TypeInfo()
+    _collect_types(schema, info, 0)
+    return info
+
+
+# --------------------------------------------------------------------------------------------
+# tool_schemas
+# --------------------------------------------------------------------------------------------
+
+
+def tool_schemas(tools: object) -> dict[str, dict[str, Any]]:
+    """Map each tool's name to its parameters JSON schema.
+
+    Callers hand us tool lists in several shapes (OpenAI's ``{"type": "function", "function":
+    {...}}``, bare ``{"name", "parameters"}`` items, Anthropic's ``input_schema``), and a request
+    with one odd item must still parse, so malformed items are skipped instead of failing the
+    whole request. A non-list, however, is a caller bug and raises ``TypeError`` right away.
+
+    A tool whose parameters are missing or not a mapping maps to ``{}`` (no type information):
+    its name is still worth knowing (unknown-name handling, bare-call recovery). When a name
+    appears twice, the last definition wins, as with any dict.
+    """
+    if tools is None:
+        return {}
+    if not isinstance(tools, (list, tuple)):
+        raise TypeError(
+            f"tools must be a list of tool definitions (OpenAI format) or None, not {type(tools).__name__}"
+        )
+    schemas: dict[str, dict[str, Any]] = {}
+    for item in tools:
+        if not isinstance(item, Mapping):
+            continue
+        spec: object = item
+        function = item.get("function")
+        if isinstance(function, Mapping):
+            spec = function
+        elif "function" in item or item.get("type", "function") != "function":
+            continue  # {"function": "junk"} or a non-function tool (e.g. a built-in web search)
+        if not isinstance(spec, Mapping):
+            continue
+        name = spec.get("name")
+        if not isinstance(name, str) or not name:
+            continue
+        params = spec.get("parameters")
+        if params is None:
+            params = spec.get("input_schema")
+        schemas[name] = dict(params) if isinstance(params, Mapping) else {}
+    return schemas
+
+
+# --------------------------------------------------------------------------------------------
+# Scalar text parsing (shared by coercion and the relaxed parser)
+# --------------------------------------------------------------------------------------------
+
+_NULL_LITERALS = frozenset({"null", "NULL", "Null"})
+_INT_RE = re.compile(r"[+-]?[0-9]+", re.ASCII)
+# Lenient decimal number: optional sign, digits with optional fraction (or a bare fraction), and an
+# optional exponent. No hex, no underscores, no "inf"/"nan" (float() would accept all of those).
+_NUMBER_RE = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?", re.ASCII)
+
+
+def _to_integer(text: str) -> int | None:
+    """Parse integer text, including integral decimal forms ('1.23e5', '5.0'); None if not one."""
+    if _INT_RE.fullmatch(text):
+        try:
+            return int(text)
+        except ValueError:  # beyond the int-string conversion limit
+            return None
+    if not _NUMBER_RE.fullmatch(text):
+        return None
+    try:
+        exact = Decimal(text)
+    except InvalidOperation:
+        return None
+    if not exact.is_finite() or exact.adjusted() > _MAX_INT_EXPONENT:
+        return None
+    if exact != exact.to_integral_value():
+        return None
+    return int(exact)
+
+
+def _to_number(text: str) -> int | float | None:
+    """Parse number text; integral values come back as int (as vLLM's and Ollama's coercers do,
+    and as conformance vector oll-q3c-number-edge-forms expects for '1.23e5')."""
+    if _INT_RE.fullmatch(text):
+        try:
+            return int(text)
+        except ValueError:
+            return None
+    if not _NUMBER_RE.fullmatch(text):
+        return None
+    try:
+        value = float(text)
+    except (ValueError, OverflowError):
+        return None
+    if not math.isfinite(value):
+        return None
+    if value.is_integer() and abs(value) <= _MAX_EXACT_FLOAT_INT:
+        return int(value)
+    return value
+
+
+def _to_boolean(text: str) -> bool | None:
+    lowered = text.lower()
+    if lowered == "true":
+        return True
+    if lowered == "false":
+        return False
+    return None
+
+
+def _reject_constant(name: str) -> Any:
+    """``json.loads`` hook: NaN and Infinity are not JSON and cannot be re-serialised as JSON."""
+    raise ValueError(f"non-finite number {name} is not JSON")
+
+
+def _loads_json(text: str) -> Any:
+    """``json.loads`` that tolerates raw control characters in strings (models emit literal
+    newlines) and refuses non-finite numbers; raises ValueError on any failure."""
+    try:
+        return json.loads(text, strict=False, parse_constant=_reject_constant)
+    except (RecursionError, MemoryError) as exc:
+        raise ValueError(f"value too deeply nested or too large: {type(exc).__name__}") from None
+
+
+# Sentinel for "this coercion did not apply"; None cannot serve, it is a legitimate value.
+_NO_VALUE: Any = object()
+
+
+def _to_container(text: str, kind: type[Any]) -> Any:
+    """Parse text as JSON, then as a Python literal, keeping it only if it is of ``kind``.
+
+    The Python-literal fallback exists because models write ``{'a': True}`` in tag dialects
+    (conformance vector mlx-qwen3c-python-literal-dict; mlx-lm and vLLM use literal_eval too).
+    Returns the sentinel ``_NO_VALUE`` when neither parse yields a ``kind``.
+    """
+    for parse in (_loads_json, parse_python_literal):
+        try:
+            value = parse(text)
+        except ValueError:
+            continue
+        if isinstance(value, kind):
+            return value
+    return _NO_VALUE
+
+
+def _coerce_as(kind: str, text: str) -> Any:
+    """Coerce stripped text to one JSON-schema type, or return ``_NO_VALUE``."""
+    result: Any
+    if kind == "object":
+        return _to_container(text, dict)
+    if kind == "array":
+        return _to_container(text, list)
+    if kind == "integer":
+        result = _to_integer(text)
+    elif kind == "number":
+        result = _to_number(text)
+    elif kind == "boolean":
+        result = _to_boolean(text)
+    else:
+        return _NO_VALUE
+    return _NO_VALUE if result is None else result
+
+
+def _enum_match(text: str, members: Sequence[Any]) -> Any:
+    """Return the enum member whose written form is ``text``, or ``_NO_VALUE``.
+
+    A tag dialect writes ``2`` for the member ``2`` and ``true`` for ``True``; matching on the
+    written form returns the member with its declared JSON type. String members must match
+    exactly (after trimming surrounding whitespace), other members by their JSON spelling or,
+    for numbers, by numeric value.
+    """
+    stripped = text.strip()
+    for candidate in (text, stripped):
+        for member in members:
+            if isinstance(member, str) and member == candidate:
+                return member
+    number = _to_number(stripped)
+    written: str | None = None
+    for member in members:
+        if isinstance(member, str):
+            continue
+        if member is None:
+            if stripped in _NULL_LITERALS:
+                return None
+        elif isinstance(member, bool):
+            if _to_boolean(stripped) is member:
+                return member
+        elif isinstance(member, (int, float)):
+            if number is not None and number == member:
+                return member
+        else:
+            try:
+                spelled = json.dumps(member, ensure_ascii=False, separators=(",", ":"))
+            except (TypeError, ValueError, RecursionError):
+                continue
+            if written is None:
+                written = _canonical_json(stripped) or ""
+            if written == spelled:
+                return member
+    return _NO_VALUE
+
+
+def _canonical_json(text: str) -> str | None:
+    """Canonical JSON spelling of container text, for comparing against enum members."""
+    try:
+        value = _loads_json(text)
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    except (TypeError, ValueError, RecursionError):
+        return None
+
+
+def _preview(text: str, limit: int = 40) -> str:
+    """Short repr of a value for issue messages (a 1 MB value must not become a 1 MB message)."""
+    if len(text) <= limit:
+        return repr(text)
+    return repr(text[:limit]) + f"... ({len(text)} chars)"
+
+
+# --------------------------------------------------------------------------------------------
+# coerce_text
+# --------------------------------------------------------------------------------------------
+
+
+def coerce_text(text: str, schema: Mapping[str, Any] | None) -> tuple[Any, str | None]:
+    """Type the raw text of a tag-dialect parameter value according to its JSON schema.
+
+    Returns ``(value, None)`` on success and ``(text, message)`` when the schema's types could not
+    be met: the raw string is kept (no silent loss) and the message explains why. Never raises.
+
+    Decisions, in order:
+
+    1. No schema or no type information (``$ref``, ``const``, unknown type): the raw string,
+       unchanged and without an issue. Nothing is guessed.
+    2. ``enum``: a member whose written form equals the text is returned as that member
+       (``enum: [1, 2, 3]`` and ``'2'`` -> ``2``).
+    3. ``null``, ``NULL`` or ``Null`` -> ``None`` for any typed schema, string-typed included
+       (vectors oll-q3c-number-edge-forms and lcpp-glm-nullable-null).
+    4. Non-string alternatives, most structured first: object, array (JSON, then Python
+       literal), integer, number, boolean. Surrounding whitespace is ignored for these.
+    5. A string or unconstrained alternative takes the text verbatim, without an issue
+       (``'1abc'`` under ``anyOf(integer, string)``).
+    6. Otherwise the raw text and an issue message.
+    """
+    try:
+        return _coerce(text, schema)
+    except Exception as exc:  # the no-raise guarantee; not expected to trigger
+        return text, f"could not coerce value {_preview(str(text))}: {type(exc).__name__}: {exc}"
+
+
+def _coerce(text: str, schema: Mapping[str, Any] | None) -> tuple[Any, str | None]:
+    if not isinstance(text, str) or schema is None or not isinstance(schema, Mapping):
+        return text, None
+    members = schema.get("enum")
+    if isinstance(members, (list, tuple)) and members:
+        found = _enum_match(text, members)
+        if found is not _NO_VALUE:
+            return found, None
+    info = _type_info(schema)
+    if not info.types:
+        return text, None
+    stripped = text.strip()
+    if stripped in _NULL_LITERALS:
+        return None, None
+    for kind in _COERCE_ORDER:
+        if kind in info.types:
+            value = _coerce_as(kind, stripped)
+            if value is not _NO_VALUE:
+                return value, None
+    if "string" in info.types or info.open:
+        return text, None
+    wanted = " or ".join(sorted(info.types))
+    return text, f"value {_preview(text)} is not a valid {wanted}; kept the raw string"
+
+
+# --------------------------------------------------------------------------------------------
+# Python literals and pythonic calls
+# --------------------------------------------------------------------------------------------
+
+
+def _parse_expression(text: str) -> ast.expr:
+    """Parse one Python expression, turning every parser failure into ValueError."""
+    try:
+        if "\\" in text:
+            # Python's tokenizer warns about unknown escapes such as '\d' (a SyntaxWarning on 3.12+,
+            # printed by default) and turns them into errors under -W error. In a literal the
+            # escape simply stays a backslash, which is what the model meant, so the warning is
+            # noise for our callers. Only texts with a backslash pay for the filter change.
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                tree = ast.parse(text.strip(), mode="eval")
+        else:
+            tree = ast.parse(text.strip(), mode="eval")
+    except (SyntaxError, ValueError, TypeError, OverflowError) as exc:
+        raise ValueError(f"not a Python literal expression: {exc}") from None
+    except (RecursionError, MemoryError) as exc:
+        raise ValueError(f"expression too deeply nested or too large: {type(exc).__name__}") from None
+    return tree.body
+
+
+def _literal_value(node: ast.expr) -> Any:
+    """Convert a literal AST node to a JSON-compatible value; ValueError for anything else.
+
+    This walks the tree instead of calling ``ast.literal_eval`` so that the accepted language is
+    exactly JSON's value space: no bytes, complex numbers, sets, non-string keys or NaN.
+    """
+    if isinstance(node, ast.Constant):
+        value = node.value
+        if value is None or isinstance(value, (bool, str)):
+            return value
+        if isinstance(value, int):
+            return value
+        if isinstance(value, float):
+            if not math.isfinite(value):
+                raise ValueError(f"non-finite number {value!r} is not JSON")
+            return value
+        raise ValueError(f"unsupported literal of type {type(value).__name__}")
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        operand = node.operand
+        if (
+            isinstance(operand, ast.Constant)
+            and isinstance(operand.value, (int, float))
+            and not isinstance(operand.value, bool)
+        ):
+            number = _literal_value(operand)
+            return -number if isinstance(node.op, ast.USub) else number
+        raise ValueError("a sign may only precede a number literal")
+    if isinstance(node, (ast.List, ast.Tuple)):
+        return [_literal_value(element) for element in node.elts]
+    if isinstance(node, ast.Dict):
+        result: dict[str, Any] = {}
+        for key_node, value_node in zip(node.keys, node.values, strict=True):
+            if key_node is None:
+                raise ValueError("dict unpacking (**) is not a literal")
+            key = _literal_value(key_node)
+            if not isinstance(key, str):
+                raise ValueError(f"dict key {key!r} is not a string")
+            result[key] = _literal_value(value_node)
+        return result
+    raise ValueError(f"{type(node).__name__} is not a literal")
+
+
+def parse_python_literal(text: str) -> Any:
+    """Parse a Python literal safely (never ``eval``) into a JSON-compatible value.
+
+    Accepts strings (either quote, escapes, implicit concatenation), ints, finite floats, unary
+    signs on numbers, ``True``/``False``/``None``, lists, tuples (as lists) and dicts with string
+    keys, nested. Raises ``ValueError`` for anything else, including input too deep or too large
+    for the Python parser.
+    """
+    node = _parse_expression(text)
+    try:
+        return _literal_value(node)
+    except (RecursionError, MemoryError) as exc:
+        raise ValueError(f"literal too deeply nested or too large: {type(exc).__name__}") from None
+
+
+# A dotted name as it appears in source; used to keep the model's spelling verbatim (the AST
+# holds NFKC-normalised identifiers).
+_DOTTED_NAME_RE = re.compile(r"[^\W\d]\w*(?:\.[^\W\d]\w*)*")
+_KEYWORD_NAME_RE = re.compile(r"\s*([^\W\d]\w*)\s*=")
+
+
+def _call_name(node: ast.expr, source: str) -> str:
+    """The called name of a pythonic call: ``f`` or a dotted ``functions.f``, as written."""
+    parts: list[str] = []
+    current = node
+    while isinstance(current, ast.Attribute):
+        parts.append(current.attr)
+        current = current.value
+    if not isinstance(current, ast.Name):
+        raise ValueError("a tool call must call a plain or dotted name")
+    parts.append(current.id)
+    name = ".".join(reversed(parts))
+    segment = ast.get_source_segment(source, node)
+    if segment is not None:
+        compact = re.sub(r"\s+", "", segment)
+        if _DOTTED_NAME_RE.fullmatch(compact):
+            return compact
+    return name
+
+
+def _keyword_name(keyword: ast.keyword, source: str) -> str:
+    """A keyword argument's name as written (see ``_call_name`` on normalisation)."""
+    assert keyword.arg is not None
+    segment = ast.get_source_segment(source, keyword)
+    if segment is not None:
+        match = _KEYWORD_NAME_RE.match(segment)
+        if match is not None:
+            return match.group(1)
+    return keyword.arg
+
+
+def parse_python_calls(text: str) -> list[tuple[str, dict[str, Any]]]:
+    """Parse a pythonic tool-call list into ``(name, kwargs)`` pairs.
+
+    Accepts ``[f(a=1), g.h(b='x')]``, a single ``f(a=1)``, an unbracketed ``f(a=1), g()`` and
+    ``[]``. Names may be dotted and are kept as written. Only keyword arguments with literal values
+    (``parse_python_literal`` rules) are allowed; positional arguments, ``**kwargs``, repeated
+    keywords and any other shape raise ``ValueError``, because a marker-less dialect must not turn
+    prose such as ``[1, 2]`` or ``print(x)`` into calls.
+    """
+    source = text.strip()
+    body = _parse_expression(source)
+    calls: list[ast.expr] = list(body.elts) if isinstance(body, (ast.List, ast.Tuple)) else [body]
+    result: list[tuple[str, dict[str, Any]]] = []
+    try:
+        for call in calls:
+            if not isinstance(call, ast.Call):
+                raise ValueError(f"expected a call, found {type(call).__name__}")
+            name = _call_name(call.func, source)
+            if call.args:
+                raise ValueError(f"call to {name!r} has positional arguments; only keywords are allowed")
+            kwargs: dict[str, Any] = {}
+            for keyword in call.keywords:
+                if keyword.arg is None:
+                    raise ValueError(f"call to {name!r} uses ** unpacking")
+                key = _keyword_name(keyword, source)
+                if key in kwargs:
+                    raise ValueError(f"call to {name!r} repeats keyword argument {key!r}")
+                kwargs[key] = _literal_value(keyword.value)
+            result.append((name, kwargs))
+    except (RecursionError, MemoryError) as exc:
+        raise ValueError(f"call list too deeply nested or too large: {type(exc).__name__}") from None
+    return result
+
+
+# --------------------------------------------------------------------------------------------
+# Relaxed objects (Gemma 4 / FunctionGemma argument syntax)
+# --------------------------------------------------------------------------------------------
+
+_WS_RE = re.compile(r"\s*")
+_BARE_KEY_RE = re.compile(r"[^\s{}\[\],:]+")
+# A JSON string body, unrolled-loop form: linear, no nested quantifier backtracking.
+_JSON_STRING_RE = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+# Relaxed number: JSON's grammar, but leading zeros are tolerated ("007").
+_RELAXED_NUMBER_RE = re.compile(r"-?[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)?", re.ASCII)
+_WORD_RE = re.compile(r"[A-Za-z_]+")
+_WORDS: dict[str, Any] = {"true": True, "false": False, "null": None}
+# Deeper nesting than this is refused: nobody's tool arguments are this deep, and consumers that
+# recurse (json.dumps, equality) would overflow on the result.
+_MAX_NESTING = 500
+
+
+class _RelaxedReader:
+    """One-shot reader over a relaxed-object text; all scanning is regex/str.find based."""
+
+    __slots__ = ("delims", "length", "string_starts", "text")
+
+    def __init__(self, text: str, delims: list[tuple[str, str]]) -> None:
+        self.text = text
+        self.length = len(text)
+        self.delims = delims
+        # First characters that can open a string: a cheap filter before the startswith tests.
+        self.string_starts = frozenset(opener[0] for opener, _ in delims) | {'"'}
+
+    def fail(self, message: str, pos: int) -> ValueError:
+        return ValueError(f"{message} at position {pos}")
+
+    def skip_ws(self, pos: int) -> int:
+        text = self.text
+        if pos < self.length and text[pos].isspace():
+            match = _WS_RE.match(text, pos)
+            if match is not None:
+                return match.end()
+        return pos
+
+    def string(self, pos: int) -> tuple[str, int] | None:
+        """A custom-delimited or JSON string at ``pos``, or None when no string starts there."""
+        text = self.text
+        if pos >= self.length or text[pos] not in self.string_starts:
+            return None
+        for opener, closer in self.delims:
+            if text.startswith(opener, pos):
+                start = pos + len(opener)
+                end = text.find(closer, start)
+                if end < 0:
+                    raise self.fail(f"unterminated {opener} string", pos)
+                return text[start:end], end + len(closer)
+        if text.startswith('"', pos):
+            match = _JSON_STRING_RE.match(text, pos)
+            if match is None:
+                raise self.fail("unterminated JSON string", pos)
+            try:
+                value = json.loads(match.group(0), strict=False)
+            except ValueError as exc:
+                raise self.fail(f"invalid JSON string ({exc})", pos) from None
+            return str(value), match.end()
+        return None
+
+    def key(self, pos: int) -> tuple[str, int]:
+        found = self.string(pos)
+        if found is not None:
+            return found
+        match = _BARE_KEY_RE.match(self.text, pos)
+        if match is None:
+            raise self.fail("expected a key", pos)
+        return match.group(0), match.end()
+
+    def scalar(self, pos: int) -> tuple[Any, int]:
+        found = self.string(pos)
+        if found is not None:
+            return found
+        text = self.text
+        match = _RELAXED_NUMBER_RE.match(text, pos)
+        if match is not None:
+            literal = match.group(0)
+            try:
+                if match.group(1) is None and match.group(2) is None:
+                    return int(literal), match.end()
+                number = float(literal)
+            except ValueError:
+                raise self.fail(f"number {_preview(literal)} out of range", pos) from None
+            if not math.isfinite(number):
+                raise self.fail(f"number {_preview(literal)} out of range", pos)
+            return number, match.end()
+        match = _WORD_RE.match(text, pos)
+        if match is not None and match.group(0) in _WORDS:
+            return _WORDS[match.group(0)], match.end()
+        if pos >= len(text):
+            raise self.fail("unexpected end of input", pos)
+        raise self.fail(f"unexpected {text[pos]!r}", pos)
+
+    def parse(self) -> Any:
+        """Iterative parse (an explicit stack, so nesting depth never hits Python's recursion)."""
+        text = self.text
+        length = len(text)
+        stack: list[dict[str, Any] | list[Any]] = []
+        root: Any = None
+        key = ""
+        pos = self.skip_ws(0)
+        expecting_key = False
+        while True:
+            # ---- read one value (or a key, then a value) -------------------------------------
+            if expecting_key:
+                key, pos = self.key(pos)
+                pos = self.skip_ws(pos)
+                if not text.startswith(":", pos):
+                    raise self.fail("expected ':' after key", pos)
+                pos = self.skip_ws(pos + 1)
+            char = text[pos] if pos < length else ""
+            value: Any
+            opened = char == "{" or char == "["
+            if opened:
+                if len(stack) >= _MAX_NESTING:
+                    raise self.fail("nesting too deep", pos)
+                value = {} if char == "{" else []
+                pos += 1
+            else:
+                value, pos = self.scalar(pos)
+            if stack:
+                parent = stack[-1]
+                if isinstance(parent, dict):
+                    parent[key] = value
+                else:
+                    parent.append(value)
+            else:
+                root = value
+            if opened:
+                stack.append(value)
+                pos = self.skip_ws(pos)
+                closer = "}" if char == "{" else "]"
+                if not text.startswith(closer, pos):
+                    expecting_key = char == "{"
+                    continue
+                stack.pop()
+                pos += 1
+            # ---- after a complete value: a separator, or closers ------------------------------
+            while True:
+                pos = self.skip_ws(pos)
+                if not stack:
+                    if pos != length:
+                        raise self.fail("unexpected trailing data", pos)
+                    return root
+                top = stack[-1]
+                closer = "}" if isinstance(top, dict) else "]"
+                if text.startswith(closer, pos):
+                    stack.pop()
+                    pos += 1
+                    continue
+                if text.startswith(",", pos):
+                    pos = self.skip_ws(pos + 1)
+                    if text.startswith(closer, pos):  # tolerated trailing comma
+                        stack.pop()
+                        pos += 1
+                        continue
+                    expecting_key = isinstance(top, dict)
+                    break
+                if pos >= length:
+                    raise self.fail(f"unexpected end of input, expected ',' or {closer!r}", pos)
+                raise self.fail(f"expected ',' or {closer!r}, found {text[pos]!r}", pos)
+
+
+def parse_relaxed_object(text: str, string_delims: Sequence[tuple[str, str]] = ()) -> Any:
+    """Parse Gemma 4 / FunctionGemma argument syntax into a JSON-compatible value.
+
+    The syntax is JSON with three relaxations: keys may be bare (any run of characters other than
+    whitespace and ``{}[],:``); strings may be wrapped in custom delimiter pairs (Gemma 4
+    ``('<|"|>', '<|"|>')``, FunctionGemma ``('<escape>', '<escape>')``) whose body is taken
+    verbatim, with no escape processing (vector oll-gemma4-backslashes-verbatim); and a trailing
+    comma before a closer is tolerated, as are leading zeros in numbers. Standard JSON
+    double-quoted strings with JSON escapes are accepted too (vector
+    oll-gemma4-json-and-gemma-quotes). Values other than strings, numbers, ``true``, ``false``,
+    ``null``, objects and arrays (for example a bare word) are errors: the engine, not this
+    parser, decides how to recover.
+
+    String bodies are skipped with ``str.find`` or one compiled pattern, so the parse is linear in
+    the input. Raises ``ValueError`` whose message names the character position of the problem.
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"text must be str, not {type(text).__name__}")
+    delims: list[tuple[str, str]] = []
+    for pair in string_delims:
+        if (
+            not isinstance(pair, (tuple, list))
+            or len(pair) != 2
+            or not all(isinstance(part, str) and part for part in pair)
+        ):
+            raise ValueError(f"string delimiter pair {pair!r} must be two non-empty strings")
+        delims.append((pair[0], pair[1]))
+    # Longest opener first, so that a delimiter that is a prefix of another cannot shadow it.
+    delims.sort(key=lambda pair: -len(pair[0]))
+    return _RelaxedReader(text, delims).parse()
+
+
+# --------------------------------------------------------------------------------------------
+# validate_arguments
+# --------------------------------------------------------------------------------------------
+
+
+def _json_type(value: object) -> str:
+    """The JSON type name of a Python value, for messages."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, Mapping):
+        return "object"
+    if isinstance(value, (list, tuple)):
+        return "array"
+    return type(value).__name__
+
+
+def _has_type(value: object, kind: str) -> bool:
+    """JSON-schema type membership; bool is never a number, 2.0 is an integer (as the spec says)."""
+    if kind == "null":
+        return value is None
+    if kind == "boolean":
+        return isinstance(value, bool)
+    if kind == "integer":
+        if isinstance(value, bool):
+            return False
+        return isinstance(value, int) or (isinstance(value, float) and value.is_integer())
+    if kind == "number":
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if kind == "string":
+        return isinstance(value, str)
+    if kind == "object":
+        return isinstance(value, Mapping)
+    if kind == "array":
+        return isinstance(value, (list, tuple))
+    return True
+
+
+def _json_equal(left: object, right: object) -> bool:
+    """Equality in JSON's sense: ``True`` is not ``1``, ``1`` equals ``1.0``."""
+    if isinstance(left, bool) or isinstance(right, bool):
+        return isinstance(left, bool) and isinstance(right, bool) and left is right
+    if isinstance(left, (int, float)) and isinstance(right, (int, float)):
+        return left == right
+    if isinstance(left, Mapping) and isinstance(right, Mapping):
+        return left.keys() == right.keys() and all(_json_equal(left[k], right[k]) for k in left)
+    if isinstance(left, (list, tuple)) and isinstance(right, (list, tuple)):
+        return len(left) == len(right) and all(_json_equal(a, b) for a, b in zip(left, right, strict=True))
+    return type(left) is type(right) and left == right
+
+
+def _join(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
+
+
+def _where(path: str) -> str:
+    return path if path else "arguments"
+
+
+def _validate(value: object, schema: object, path: str, depth: int, problems: list[str]) -> None:
+    """Append the problems of ``value`` against ``schema`` (a practical JSON-schema subset)."""
+    if depth > _MAX_SCHEMA_DEPTH or not isinstance(schema, Mapping):
+        return
+    declared = schema.get("type")
+    names: list[object] = (
+        [declared] if isinstance(declared, str) else list(declared) if isinstance(declared, list) else []
+    )
+    if names:
+        kinds = {_normalise_type(name) for name in names}
+        if None not in kinds:  # an unknown type name constrains nothing we can check
+            if schema.get("nullable") is True:
+                kinds.add("null")
+            if not any(_has_type(value, kind) for kind in kinds if kind is not None):
+                wanted = " or ".join(sorted(kind for kind in kinds if kind is not None))
+                problems.append(f"{_where(path)}: expected {wanted}, got {_json_type(value)}")
+                return
+    if value is None and schema.get("nullable") is True:
+        return
+    members = schema.get("enum")
+    if (
+        isinstance(members, (list, tuple))
+        and members
+        and not any(_json_equal(value, member) for member in members)
+    ):
+        shown = ", ".join(json.dumps(m, ensure_ascii=False, default=str) for m in list(members)[:10])
+        problems.append(f"{_where(path)}: {_preview_value(value)} is not one of [{shown}]")
+    if "const" in schema and not _json_equal(value, schema["const"]):
+        problems.append(f"{_where(path)}: must equal {json.dumps(schema['const'], default=str)}")
+    for key in ("anyOf", "oneOf"):
+        alternatives = schema.get(key)
+        if (
+            isinstance(alternatives, (list, tuple))
+            and alternatives
+            and not any(_quietly_valid(value, alt, path, depth + 1) for alt in alternatives)
+        ):
+            shown = _preview_value(value)
+            problems.append(f"{_where(path)}: {shown} matches none of the {key} alternatives")
+    all_of = schema.get("allOf")
+    if isinstance(all_of, (list, tuple)):
+        for alternative in all_of:
+            _validate(value, alternative, path, depth + 1, problems)
+    if isinstance(value, Mapping):
+        _validate_object(value, schema, path, depth, problems)
+    elif isinstance(value, (list, tuple)):
+        items = schema.get("items")
+        if isinstance(items, Mapping):
+            for index, item in enumerate(value):
+                _validate(item, items, f"{path}[{index}]" if path else f"[{index}]", depth + 1, problems)
+
+
+def _validate_object(
+    value: Mapping[Any, Any], schema: Mapping[str, Any], path: str, depth: int, problems: list[str]
+) -> None:
+    properties = schema.get("properties")
+    props: Mapping[str, Any] = properties if isinstance(properties, Mapping) else {}
+    required = schema.get("required")
+    if isinstance(required, (list, tuple)):
+        for name in required:
+            if isinstance(name, str) and name not in value:
+                where = f" in {path}" if path else ""
+                problems.append(f"missing required property {name!r}{where}")
+    extra = schema.get("additionalProperties")
+    for name, item in value.items():
+        key = str(name)
+        if key in props:
+            _validate(item, props[key], _join(path, key), depth + 1, problems)
+        elif extra is False:
+            where = f" in {path}" if path else ""
+            problems.append(f"unknown property {key!r}{where} (additionalProperties is false)")
+        elif isinstance(extra, Mapping):
+            _validate(item, extra, _join(path, key), depth + 1, problems)
+
+
+def _quietly_valid(value: object, schema: object, path: str, depth: int) -> bool:
+    scratch: list[str] = []
+    _validate(value, schema, path, depth, scratch)
+    return not scratch
+
+
+def _preview_value(value: object) -> str:
+    try:
+        spelled = json.dumps(value, ensure_ascii=False, default=str)
+    except (TypeError, ValueError, RecursionError):
+        spelled = repr(value)
+    return spelled if len(spelled) <= 40 else spelled[:40] + "..."
+
+
+def validate_arguments(arguments: Mapping[str, Any], schema: Mapping[str, Any] | None) -> list[str]:
+    """Check a closed call's arguments against its tool's parameters schema.
+
+    Supports the subset tool schemas actually use: ``type`` (names or lists, plus OpenAPI
+    ``nullable``), ``enum``, ``const``, ``anyOf``/``oneOf`` (both read as "at least one
+    alternative fits": tool schemas often have overlapping alternatives such as integer and
+    number, and rejecting those would be pedantry), ``allOf``, ``properties``, ``required``,
+    ``additionalProperties`` (false or a schema) and ``items``, recursively. ``$ref`` and unknown
+    keywords are not checked. Returns human-readable problems; an empty list means valid. Never
+    raises: validation informs, it must not break the parse.
+    """
+    try:
+        if schema is None or not isinstance(schema, Mapping):
+            return []
+        if not isinstance(arguments, Mapping):
+            return [f"arguments: expected object, got {_json_type(arguments)}"]
+        problems: list[str] = []
+        _validate(arguments, schema, "", 0, problems)
+        return problems
+    except Exception as exc:  # the no-raise guarantee; not expected to trigger
+        return [f"could not validate arguments: {type(exc).__name__}: {exc}"]

