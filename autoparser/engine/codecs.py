@@ -385,6 +385,8 @@ class NameJsonBody(Body):
         while i < len(text) and text[i] in _WS:
             i += 1
         assert self._trailer is not None
+        if i == len(text) and not final:
+            return "more", pos
         m = self._trailer.match_at(text, i)
         if m is True and not final:
             return "more", pos
