@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 __all__ = ["Policy"]
 
@@ -38,7 +38,8 @@ class Policy:
 
     @classmethod
     def strict(cls) -> Policy:
-        return cls(**{f.name: "raise" for f in dataclasses.fields(cls)})
+        everything: dict[str, Any] = {f.name: "raise" for f in dataclasses.fields(cls)}
+        return cls(**everything)
 
     @classmethod
     def coerce(cls, policy: Policy | str | None) -> Policy:

@@ -108,8 +108,8 @@ class ToolSpec:
     ``content_if_no_calls`` keeps it only when the response has no complete call (a fragment
     after real calls is noise; alone, it is the only output). ``alt_codec`` is a second wire
     form of the same dialect (Mistral writes ``name[ARGS]{...}`` and ``[{...}]``), chosen when
-    a body starts with ``{``/``[`` and the main codec does not take that. ``partial_values`` surfaces a call whose last parameter value was cut off (as every peer
-    does for Qwen3-Coder).
+    a body starts with ``{``/``[`` and the main codec does not take that. ``partial_values``
+    surfaces a call whose last parameter value was cut off (as every peer does for Qwen3-Coder).
     """
 
     codec: CodecSpec
@@ -282,7 +282,7 @@ def _convert(tp: Any, value: Any, path: str) -> Any:
             return tuple(_convert(args[0], v, f"{path}[{i}]") for i, v in enumerate(value))
         if len(value) != len(args):
             raise ProfileError(path, f"expected a list of {len(args)} items")
-        return tuple(_convert(a, v, f"{path}[{i}]") for i, (a, v) in enumerate(zip(args, value)))
+        return tuple(_convert(a, v, f"{path}[{i}]") for i, (a, v) in enumerate(zip(args, value, strict=True)))
     if origin in (Mapping, dict) or tp is dict:
         if not isinstance(value, Mapping):
             raise ProfileError(path, f"expected an object, got {type(value).__name__}")

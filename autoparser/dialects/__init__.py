@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
 from importlib import resources
 
 from ..errors import ProfileError, UnknownDialectError
@@ -26,7 +26,7 @@ class DialectInfo:
     aliases: tuple[str, ...]
 
 
-def _data_dir() -> resources.abc.Traversable:
+def _data_dir() -> Any:
     return resources.files(__package__).joinpath("data")
 
 
@@ -43,7 +43,7 @@ def _names() -> tuple[str, ...]:
                         if p.name.endswith(".json") and p.name != "aliases.json"))
 
 
-@lru_cache(maxsize=None)
+@cache
 def _load(name: str) -> Profile:
     path = _data_dir().joinpath(f"{name}.json")
     try:

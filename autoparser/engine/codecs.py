@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 from ..profile import CodecSpec
 from . import values
-from .markers import MarkerSet
+from .markers import MarkerSet, Match
 from .scanner import BalancedScanner
 
 __all__ = ["Body", "ParsedCall", "make_body"]
@@ -180,12 +180,13 @@ class JsonBody(Body):
                 if final:
                     return self._reject("empty call body", i, truncated=True)
                 return "more", i
-            c = text[i]
-            if c == "{" and self.spec.array != "require" or c == "[" and self.spec.array != "never":
+            first = text[i]
+            arr = self.spec.array
+            if (first == "{" and arr != "require") or (first == "[" and arr != "never"):
                 self.scanner = BalancedScanner("{[", (('"', '"', True),), self.stops)
                 pos = i
             else:
-                return self._reject(f"call body starts with {c!r}, not JSON", i)
+                return self._reject(f"call body starts with {first!r}, not JSON", i)
         st, j = self.scanner.feed(text, pos, final)
         if st == "more":
             if final:
@@ -258,8 +259,8 @@ class JsonBody(Body):
         if s.name_as_key:
             if len(obj) != 1:
                 return None
-            ((name, args),) = obj.items()
-            return self._finish(name, args, None)
+            ((key, value),) = obj.items()
+            return self._finish(key, value, None)
         name = next((obj[k] for k in s.name_keys if isinstance(obj.get(k), str)), None)
         if not name:
             return None
@@ -363,6 +364,7 @@ class NameJsonBody(Body):
                 status = "repaired"
             elif st == "error":
                 return self._reject("unbalanced bracket in arguments", j)
+            args: Any
             try:
                 if s.flavor == "relaxed":
                     args = values.parse_relaxed_object(raw, s.string_delims)
@@ -390,9 +392,9 @@ class NameJsonBody(Body):
         m = self._trailer.match_at(text, i)
         if m is True and not final:
             return "more", pos
-        if isinstance(m, type(None)) or m is True:
-            return "done", pos
-        return "done", m.end
+        if isinstance(m, Match):
+            return "done", m.end
+        return "done", pos
 
 
 # -- tagged key/value parameters ----------------------------------------------------------------

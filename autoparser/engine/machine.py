@@ -45,7 +45,7 @@ from ..profile import Profile
 from ..result import Issue, Result, ToolCall
 from . import values
 from .codecs import Body, ParsedCall, make_body
-from .markers import Match, MarkerSet
+from .markers import MarkerSet, Match
 from .scanner import BalancedScanner
 
 __all__ = ["Parser"]
@@ -77,8 +77,10 @@ class _Compiled:
         self.content_on = MarkerSet(base + r_open)
         self.content_off = MarkerSet(base)
         self.undecided = MarkerSet(base + r_open + r_close)
-        self.reasoning = MarkerSet(r_close + [(m, "strip") for m in (r.open if r else ())] + strip + openers)
-        self.reasoning_closed_only = MarkerSet(r_close + [(m, "strip") for m in (r.open if r else ())] + strip)
+        self.reasoning = MarkerSet(r_close + [(m, "strip") for m in (r.open if r else ())] + strip
+                                   + openers)
+        r_open_strip = [(m, "strip") for m in (r.open if r else ())]
+        self.reasoning_closed_only = MarkerSet(r_close + r_open_strip + strip)
         self.defer = MarkerSet(r_close)
         if t is not None:
             self.body_stops = MarkerSet([(m, "c_close") for m in t.call_close]
@@ -110,7 +112,8 @@ def _compiled(p: Profile) -> _Compiled:
     if c is None:
         c = _Compiled(p)
         object.__setattr__(p, "_compiled_markers", c)
-    return c  # type: ignore[no-any-return]
+    assert isinstance(c, _Compiled)
+    return c
 
 
 @dataclass
@@ -145,16 +148,19 @@ class Parser:
         self._have_tools = tools is not None
         self._c = _compiled(profile)
         r = profile.reasoning
+        start: str
         if reasoning is None:
             start = r.start if r is not None else "off"
         elif reasoning in ("prefilled", "auto", "off", "explicit"):
             start = reasoning
         else:
-            raise ValueError(f"reasoning must be None, 'prefilled', 'auto', 'explicit' or 'off', got {reasoning!r}")
+            raise ValueError("reasoning must be None, 'prefilled', 'auto', 'explicit' or 'off', "
+                             f"got {reasoning!r}")
         if r is None and start in ("prefilled", "auto"):
             raise ValueError(f"reasoning={start!r}: this profile has no reasoning markers")
         self._reasoning_on = start != "off"
-        self._mode: Mode = {"prefilled": "reasoning", "auto": "undecided"}.get(start, "content")  # type: ignore[assignment]
+        self._mode: Mode = (
+            "reasoning" if start == "prefilled" else "undecided" if start == "auto" else "content")
         self._content_ms = self._c.content_on if self._reasoning_on else self._c.content_off
         self._carry = ""
         self._push: str | None = None
@@ -606,7 +612,8 @@ class Parser:
         self._region = None
         self._mode = "content"
         if recovery == "drop":
-            if not truncated and (t.section_close if rg.via == "section" else t.call_close or t.section_close):
+            closes = t.section_close if rg.via == "section" else t.call_close or t.section_close
+            if not truncated and closes:
                 self._mode = "skip"
                 self._skip_ms = self._c.skip_section if rg.via == "section" else self._c.skip_call
             return j

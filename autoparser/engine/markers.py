@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-__all__ = ["Match", "MarkerSet"]
+__all__ = ["MarkerSet", "Match"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,7 +87,7 @@ class MarkerSet:
                 return n - k
         return n
 
-    def match_at(self, text: str, pos: int) -> Match | None | bool:
+    def match_at(self, text: str, pos: int) -> Match | bool | None:
         """The marker starting exactly at ``pos``; ``True`` if one still may (text ends first)."""
         if self._re is None:
             return None

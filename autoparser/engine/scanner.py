@@ -143,7 +143,7 @@ class BalancedScanner:
                     self.pieces.append(text[pos:i])
                     return "done", i
                 continue
-            for k, (o, c, esc) in enumerate(self._strings):
+            for k, (o, c, _esc) in enumerate(self._strings):
                 if tok == o:
                     self._in = k
                     self._str_close = c
