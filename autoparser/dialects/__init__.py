@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from functools import cache, lru_cache
+from typing import Any
 from importlib import resources
 
 from ..errors import ProfileError, UnknownDialectError
