@@ -52,8 +52,12 @@ __all__ = [
 def __getattr__(name: str) -> Any:
     """Lazy access to the parts that need optional dependencies."""
     if name in ("analyze", "load", "detect"):
-        from . import derive
+        import importlib
 
+        try:
+            derive = importlib.import_module(".derive", __name__)
+        except ModuleNotFoundError as e:  # template analysis is not installed in this build
+            raise AttributeError(f"autoparser.{name} is not available: {e}") from None
         return getattr(derive, name)
     if name == "openai":
         from . import openai

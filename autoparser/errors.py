@@ -8,6 +8,7 @@ from __future__ import annotations
 
 __all__ = [
     "AutoparserError",
+    "OptionError",
     "ParseError",
     "ProfileError",
     "TemplateError",
@@ -17,6 +18,10 @@ __all__ = [
 
 class AutoparserError(Exception):
     """Base class of every error raised by autoparser."""
+
+
+class OptionError(AutoparserError, ValueError):
+    """An argument to an autoparser call is not one of the accepted values."""
 
 
 class ProfileError(AutoparserError, ValueError):

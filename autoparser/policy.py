@@ -12,6 +12,8 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from .errors import OptionError
+
 __all__ = ["Policy"]
 
 
@@ -49,4 +51,4 @@ class Policy:
             return cls.strict()
         if isinstance(policy, Policy):
             return policy
-        raise TypeError(f"policy must be None, 'lenient', 'strict' or a Policy, got {policy!r}")
+        raise OptionError(f"policy must be None, 'lenient', 'strict' or a Policy, got {policy!r}")

