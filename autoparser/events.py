@@ -19,7 +19,7 @@ __all__ = [
     "ToolCallStart",
 ]
 
-CallStatus = Literal["ok", "repaired", "truncated", "invalid", "dropped"]
+CallStatus = Literal["ok", "repaired", "truncated", "invalid"]
 
 
 class Event:
@@ -58,12 +58,12 @@ class ToolCallArgsDelta(Event):
 
 @dataclass(frozen=True, slots=True)
 class ToolCallEnd(Event):
-    """The call is finished. ``status`` says whether it is usable as is.
+    """The call is finished; ``arguments`` equals the JSON of its ``ToolCallArgsDelta`` texts.
 
-    ``dropped`` withdraws a call that was announced but turned out not to be a usable call (for
-    example its arguments were cut off mid-value): it is not part of the result's ``tool_calls``,
-    and its raw text is returned as content or dropped as the profile's recovery rules say. Every
-    other status is a call in the result.
+    Calls are announced only once complete, so every started call ends in the result:
+    ``ok``; ``repaired`` (closing brackets added, bounded by the end marker); ``truncated`` (a
+    dialect whose peers surface a cut-off last value, flagged); ``invalid`` (arguments do not
+    match the tool's schema; forwarded, flagged).
     """
 
     index: int

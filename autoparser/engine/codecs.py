@@ -59,10 +59,6 @@ class Body:
     def feed(self, text: str, pos: int, final: bool) -> tuple[Status, int]:  # pragma: no cover
         raise NotImplementedError
 
-    def peek_name(self) -> str | None:
-        """The call's name once it is certain (before the body is complete), else None."""
-        return None
-
     def _reject(self, reason: str, pos: int, truncated: bool = False) -> tuple[Status, int]:
         self.reason = reason
         self.truncated = truncated
@@ -168,8 +164,6 @@ class JsonBody(Body):
     def __init__(self, *a: Any, **k: Any) -> None:
         super().__init__(*a, **k)
         self.scanner: BalancedScanner | None = None
-        self._name: str | None = None
-        self._peeked = False
 
     def feed(self, text: str, pos: int, final: bool) -> tuple[Status, int]:
         if self.scanner is None:
@@ -190,6 +184,19 @@ class JsonBody(Body):
         st, j = self.scanner.feed(text, pos, final)
         if st == "more":
             if final:
+                # uniform end-of-stream recovery: a list of complete calls missing only its ']'
+                sc = self.scanner
+                if sc.stack == ["["] and not sc.in_string:
+                    try:
+                        value = json.loads(sc.text().rstrip(_WS).rstrip(",") + "]")
+                    except ValueError:
+                        value = None
+                    calls = self._calls_from(value) if isinstance(value, list) and value else None
+                    if calls:
+                        for c in calls:
+                            c.issues.append(("missing_end_marker", "closing ']' was missing"))
+                        self.calls = calls
+                        return "done", j
                 return self._reject("call arguments cut off by the end of the output", j, truncated=True)
             return "more", j
         raw = self.scanner.text()
@@ -214,25 +221,6 @@ class JsonBody(Body):
                 c.issues.append(("repaired_arguments", "closing brackets were missing; added them"))
         self.calls = calls
         return "done", j
-
-    def peek_name(self) -> str | None:
-        if self._peeked or self.scanner is None or self.spec.name_as_key:
-            return self._name
-        pieces = self.scanner.pieces
-        head = pieces[0] if len(pieces) == 1 else "".join(pieces[:8])
-        if len(head) > 2048:
-            self._peeked = True
-            return None
-        for key in self.spec.name_keys:
-            m = re.match(r'\s*[\[\s]*\{\s*"' + re.escape(key) + r'"\s*:\s*"((?:[^"\\]|\\.)*)"', head)
-            if m:
-                try:
-                    self._name = json.loads('"' + m.group(1) + '"')
-                except ValueError:
-                    self._name = None
-                self._peeked = True
-                break
-        return self._name
 
     def _calls_from(self, value: Any) -> list[ParsedCall] | None:
         items = value if isinstance(value, list) else [value]
@@ -305,9 +293,6 @@ class NameJsonBody(Body):
         self.scanner: BalancedScanner | None = None
         self.phase = "header"
         self._trailer = MarkerSet([(s.trailer.strip(_WS), "t")]) if s.trailer.strip(_WS) else None
-
-    def peek_name(self) -> str | None:
-        return self.name
 
     def feed(self, text: str, pos: int, final: bool) -> tuple[Status, int]:
         s = self.spec
@@ -416,9 +401,6 @@ class TaggedBody(Body):
         self.ends = MarkerSet([(t, "trailer")] if t else [])
         self.all_ends = MarkerSet([(t, "trailer")] * bool(t) + [(m, "stop") for m in self.stops.markers])
         self._param_re = self._compile_param()
-
-    def peek_name(self) -> str | None:
-        return self.name
 
     def _compile_param(self) -> re.Pattern[str]:
         s = self.spec
@@ -644,8 +626,12 @@ _KINDS: dict[str, type[Body]] = {
 
 
 def make_body(spec: CodecSpec, stops: MarkerSet, schemas: Mapping[str, Mapping[str, Any]],
-              known_only: bool = False, partial_values: bool = False) -> Body:
+              known_only: bool = False, partial_values: bool = False,
+              header_stops: tuple[str, ...] = ()) -> Body:
     body = _KINDS[spec.kind](spec, stops, schemas, known_only)
+    if isinstance(body, NameJsonBody) and header_stops:
+        body.header = _Header(spec.header, body.slot, ends="{",
+                              extra_stops=(*stops.markers, *header_stops))
     if isinstance(body, TaggedBody):
         body.spec_partial = partial_values
     return body

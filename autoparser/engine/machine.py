@@ -7,7 +7,8 @@ Rules of this file:
 * No I/O, no imports of jinja2 / openvino / transformers: text in, events out.
 * Nothing emitted is ever taken back. Text is held only while it may still be part of a marker,
   while a tool call is incomplete, or while a reasoning block has not yet said whether the call
-  it contains is a call (``call_in_reasoning="defer"``).
+  it contains is a call (``call_in_reasoning="defer"``). A call is announced (``ToolCallStart``)
+  only once it is complete and valid, so no client ever sees a call that is later withdrawn.
 * Decisions depend on the text, never on where chunks were cut: every handler either makes a
   decision that the full text would also make at that point, or waits for more text. Hence the
   coalesced events of any chunking equal those of the whole text.
@@ -88,8 +89,8 @@ class _Compiled:
         self.defer = MarkerSet(r_close)
         if t is not None:
             self.body_stops = MarkerSet([(m, "c_close") for m in t.call_close]
-                                        + [(m, "s_close") for m in t.section_close]
-                                        + [(m, "s_open") for m in t.section_open])
+                                        + [(m, "s_close") for m in t.section_close])
+            self.header_stops = tuple(t.section_open)
             self.between = MarkerSet([(m, "s_close") for m in t.section_close]
                                      + [(m, "s_open") for m in t.section_open]
                                      + [(m, "c_open") for m in t.call_open]
@@ -130,8 +131,6 @@ class _Region:
     body: Body | None = None
     call_open_used: bool = False
     emitted: int = 0            # call bodies parsed in this region (an empty JSON array counts)
-    early_index: int | None = None
-    early_name: str | None = None
     known_only: bool = False
 
 
@@ -526,13 +525,13 @@ class Parser:
             if (t.alt_codec is not None and k < len(w) and w[k] in "{["
                     and spec.kind not in ("json", "pythonic")):
                 spec = t.alt_codec
-            rg.body = make_body(spec, self._c.body_stops, self._schemas, rg.known_only, t.partial_values)
+            rg.body = make_body(spec, self._c.body_stops, self._schemas, rg.known_only, t.partial_values,
+                                self._c.header_stops)
         body = rg.body
         st, j = body.feed(w, i, final)
         if j > i:
             rg.raw.append(w[i:j])
         if st == "more":
-            self._peek(rg)
             return j
         if st == "reject":
             return self._reject(rg, w, j, truncated=body.truncated, reason=body.reason)
@@ -594,15 +593,6 @@ class Parser:
         self._end_region()
         return k
 
-    def _peek(self, rg: _Region) -> None:
-        body = rg.body
-        if body is None or rg.early_index is not None:
-            return
-        name = body.peek_name()
-        if name:
-            rg.early_name = name
-            rg.early_index = self._start_call(name, None)
-
     def _start_call(self, name: str, cid: str | None) -> int:
         idx = self._index
         self._index += 1
@@ -613,10 +603,6 @@ class Parser:
     def _reject(self, rg: _Region, w: str, j: int, truncated: bool, reason: str) -> int:
         t = self.profile.tools
         assert t is not None
-        if rg.body is not None and rg.early_index is None:
-            self._peek(rg)  # announce what any chunking would have announced, then withdraw it
-        if rg.early_index is not None:
-            self._events.append(ToolCallEnd(rg.early_index, {}, "dropped"))
         recovery: str = t.on_truncated if truncated else t.on_invalid
         if truncated:
             self._truncated = True
@@ -672,32 +658,23 @@ class Parser:
         return m.end
 
     def _emit_calls(self, rg: _Region, calls: list[ParsedCall]) -> None:
-        for n, c in enumerate(calls):
-            self._emit_call(rg, c, first=n == 0)
+        for c in calls:
+            self._emit_call(c)
         rg.emitted += max(1, len(calls))
         rg.raw = []
         rg.raw_has_marker = False
-        rg.early_index = None
-        rg.early_name = None
 
-    def _emit_call(self, rg: _Region, c: ParsedCall, first: bool) -> None:
+    def _emit_call(self, c: ParsedCall) -> None:
         known = not self._have_tools or c.name in self._schemas
         if not known:
             pol = self.policy.unknown_tool
             if pol == "raise":
                 self._issue("unknown_tool", f"call to unknown tool {c.name!r}", self._pos, "raise")
             if pol == "drop":
-                if first and rg.early_index is not None:
-                    self._events.append(ToolCallEnd(rg.early_index, {}, "dropped"))
                 self._issue("unknown_tool", f"dropped a call to unknown tool {c.name!r}", self._pos)
                 return
             self._issue("unknown_tool", f"call to a tool not in the request: {c.name!r}", self._pos)
-        if first and rg.early_index is not None and rg.early_name == c.name:
-            idx = rg.early_index
-        else:
-            if first and rg.early_index is not None:  # pragma: no cover - peeked name always final
-                self._events.append(ToolCallEnd(rg.early_index, {}, "dropped"))
-            idx = self._start_call(c.name, c.id)
+        idx = self._start_call(c.name, c.id)
         cid = c.id or f"call_{idx}"
         for code, msg in c.issues:
             self._issue(code, f"{c.name}: {msg}", self._pos)

@@ -1,0 +1,94 @@
+"""Small string primitives the extractor uses to turn render diffs into markers.
+
+They encode how markup is shaped, not which markup exists: a marker does not contain whitespace
+at its ends, a cut never splits a ``<...>`` or ``[...]`` tag, a tag's closing form is its opening
+form with a slash (or END for START). No known marker strings appear here.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+__all__ = ["common_prefix", "common_suffix", "last_token", "first_token", "split_open_header",
+           "tokens", "pairs_with"]
+
+_WS = " \t\r\n"
+
+
+def _tag_safe_prefix(s: str, n: int) -> int:
+    head = s[:n]
+    for opener, closer in (("<", ">"), ("[", "]")):
+        k = head.rfind(opener)
+        if k >= 0 and head.find(closer, k) < 0:
+            n = min(n, k)
+    return n
+
+
+def common_prefix(a: str, b: str) -> str:
+    """Longest common prefix that does not end inside a tag."""
+    n = len(os.path.commonprefix([a, b]))
+    if n < len(a) and n < len(b):
+        n = _tag_safe_prefix(a, n)
+    return a[:n]
+
+
+def common_suffix(a: str, b: str) -> str:
+    """Longest common suffix that does not start inside a tag."""
+    n = len(os.path.commonprefix([a[::-1], b[::-1]]))
+    if n < len(a) and n < len(b):
+        tail = a[len(a) - n:]
+        for opener, closer in ((">", "<"), ("]", "[")):
+            k = tail.find(opener)
+            if k >= 0 and tail.rfind(closer, 0, k) < 0:
+                n = min(n, len(tail) - k - 1)
+    return a[len(a) - n:] if n else ""
+
+
+def tokens(s: str) -> list[str]:
+    return [t for t in re.split(r"\s+", s) if t]
+
+
+def last_token(s: str) -> str:
+    t = tokens(s)
+    return t[-1] if t else ""
+
+
+def first_token(s: str) -> str:
+    t = tokens(s)
+    return t[0] if t else ""
+
+
+_WORDISH = re.compile(r"[\w.:\-]*\Z")
+
+
+def split_open_header(s: str) -> tuple[str, str]:
+    """Split the text before a tool name into (marker, header prefix).
+
+    The header prefix is what belongs to the call's own header: an unclosed tag the name sits in
+    (``<function=``, ``<invoke name="``), or a trailing run of word characters glued to the name
+    (``functions.``, ``call:``). The rest, whitespace-trimmed, is the marker.
+    """
+    k = s.rfind("<")
+    if k >= 0 and s.find(">", k) < 0:
+        return s[:k].strip(_WS), s[k:]
+    m = _WORDISH.search(s)
+    assert m is not None
+    if m.start() < len(s) and m.start() > 0 and s[m.start() - 1] not in _WS + "\"'":
+        return s[:m.start()].strip(_WS), s[m.start():]
+    if m.start() == 0:
+        return "", s
+    return s.strip(_WS), ""
+
+
+def pairs_with(open_: str, close: str) -> bool:
+    """Whether ``close`` is the closing form of ``open_`` (``<x>``/``</x>``, ``[X]``/``[/X]``, START/END)."""
+    if not open_ or not close:
+        return False
+    if close.replace("/", "", 1) == open_:
+        return True
+    for a, b in (("END", "START"), ("end", "start"), ("end", "begin"), ("END", "BEGIN"),
+                 ("_end", "_start"), ("suffix", "prefix")):
+        if close.replace(a, b, 1) == open_:
+            return True
+    return False

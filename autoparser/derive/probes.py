@@ -1,0 +1,108 @@
+"""Probe conversations: render the template on messages that differ in one thing at a time.
+
+Every probe message carries unique sentinel strings (``QX`` plus a letter and a digit) that no
+template contains, so where a sentinel lands in a render says exactly where that part of the
+message went. A probe that raises is recorded as evidence (``Probe.error``), never re-raised:
+templates refuse some shapes (string vs dict arguments, id formats) and that refusal is itself
+information.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import TemplateError
+
+__all__ = ["NAME1", "NAME2", "Probe", "Prober", "call", "tools_for"]
+
+NAME1, NAME2 = "fnQXa", "fnQXb"
+KEY1, KEY2 = "argQXa", "argQXb"
+VAL1, VAL2 = "valQXa1", "valQXb2"
+CONTENT, REASONING, USER = "CQXc1", "RQXr1", "UQXu1"
+
+
+def tools_for(names: Sequence[str] = (NAME1, NAME2)) -> list[dict[str, Any]]:
+    params = {"type": "object", "properties": {KEY1: {"type": "string", "description": "a"},
+                                               KEY2: {"type": "integer", "description": "b"}},
+              "required": [KEY1]}
+    return [{"type": "function", "function": {"name": n, "description": f"tool {n}", "parameters": params}}
+            for n in names]
+
+
+def call(name: str, args: Mapping[str, Any], index: int, as_string: bool = False) -> dict[str, Any]:
+    """An OpenAI-format tool call; ids are 9 alphanumerics (some templates insist on that)."""
+    arguments: Any = json.dumps(dict(args), ensure_ascii=False) if as_string else dict(args)
+    return {"id": f"QXid{index:05d}", "type": "function", "function": {"name": name, "arguments": arguments}}
+
+
+@dataclass
+class Probe:
+    """One rendered assistant turn: the text the model would have produced after the prompt."""
+
+    label: str
+    span: str | None = None          # the assistant's output (None when the render failed)
+    prompt_tail: str = ""            # what the generation prompt adds that the history lacks
+    error: str | None = None
+    variant: str = ""                # which fallback shape rendered (e.g. "string-arguments")
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class Prober:
+    """Renders probes for one template, with the fallbacks templates need."""
+
+    def __init__(self, template: str, bos: str | None = None, eos: str | None = None) -> None:
+        from ..templates.render import TemplateRenderer
+
+        self.renderer = TemplateRenderer(template)
+        self.bos = bos or ""
+        self.eos = eos or ""
+        self.log: list[str] = []
+        self.renders = 0
+
+    def render(self, messages: list[dict[str, Any]], *, tools: list[dict[str, Any]] | None,
+               agp: bool, **kw: Any) -> str:
+        self.renders += 1
+        return self.renderer.render(messages, tools=tools, add_generation_prompt=agp,
+                                    bos_token=self.bos, eos_token=self.eos, **kw)
+
+    def turn(self, label: str, assistant: dict[str, Any], *, tools: list[dict[str, Any]] | None = None,
+             history: list[dict[str, Any]] | None = None, **kw: Any) -> Probe:
+        """Render ``history + [assistant]`` and cut out the assistant's output."""
+        base = history if history is not None else [{"role": "user", "content": USER}]
+        try:
+            prompt = self.render(base, tools=tools, agp=True, **kw)
+            full = self.render([*base, assistant], tools=tools, agp=False, **kw)
+        except TemplateError as e:
+            self.log.append(f"{label}: render failed: {e}")
+            return Probe(label, error=str(e))
+        n = boundary(prompt, full)
+        return Probe(label, span=full[n:], prompt_tail=prompt[n:])
+
+    def prompt(self, tools: list[dict[str, Any]] | None = None, **kw: Any) -> str | None:
+        try:
+            return self.render([{"role": "user", "content": USER}], tools=tools, agp=True, **kw)
+        except TemplateError as e:
+            self.log.append(f"generation prompt failed: {e}")
+            return None
+
+
+def boundary(a: str, b: str) -> int:
+    """Length of the common prefix of two renders, backed off so it does not cut a marker.
+
+    A cut inside ``<|channel>`` / ``<tool_call>`` would make both tails start mid-marker; backing
+    off to the start of an unclosed tag (``<`` or ``[`` not yet followed by its closer) keeps
+    markers whole. Whitespace is not a marker, so no backing off past it.
+    """
+    n = len(os.path.commonprefix([a, b]))
+    if n == len(a) or n == 0:
+        return n
+    head = a[:n]
+    for opener, closer in (("<", ">"), ("[", "]")):
+        k = head.rfind(opener)
+        if k >= 0 and head.find(closer, k) < 0 and not any(c.isspace() for c in head[k:]):
+            n = min(n, k)
+    return n
