@@ -126,6 +126,7 @@ class _Header:
         self._suf = re.compile("|".join(alts)) if alts else re.compile(r"(?P<stop>\n)")
         self._stops = MarkerSet((m, "stop") for m in extra_stops if m)
         self.buf = ""
+        self.matched_suffix = False
 
     def feed(self, text: str, pos: int, final: bool) -> tuple[str, str | None, int] | None:
         """("ok", slot, index after header) | ("bad", None, pos) | ("more", None, consumed up to)
@@ -150,7 +151,8 @@ class _Header:
             h = self._stops.holdback(b, max(start, old)) if self._stops else len(b)
             self.buf = b[:h]
             return "more", None, pos + (h - old)
-        end = m2.end() if m2.groupdict().get("suf") is not None else m2.start()
+        self.matched_suffix = m2.groupdict().get("suf") is not None
+        end = m2.end() if self.matched_suffix else m2.start()
         if end < old:  # pragma: no cover - found in an earlier feed already
             return "bad", None, pos
         return "ok", b[start:m2.start()].strip(_WS), pos + (end - old)
@@ -287,7 +289,20 @@ class NameJsonBody(Body):
         super().__init__(*a, **k)
         s = self.spec
         self.slot = "{id}" if "{id}" in s.header else "{name}"
-        self.header = _Header(s.header, self.slot, ends="{", extra_stops=tuple(self.stops.markers))
+        header = s.header
+        self.id_header: _Header | None = None
+        if "{call_id}" in header:
+            # a native call id written after the name (Mistral v13: NAME[CALL_ID]ID[ARGS]); optional
+            k = header.index("{call_id}")
+            rest = header[k:]
+            header = header[:k]
+            after = rest[len("{call_id}"):].strip(_WS)
+            self.id_header = _Header(rest, "{call_id}", ends="{")
+            self._id_stops: tuple[str, ...] = (after,) if after else ()
+        else:
+            self._id_stops = ()
+        self.header = _Header(header, self.slot, ends="{",
+                              extra_stops=(*self.stops.markers, *self._id_stops))
         self.name: str | None = None
         self.cid: str | None = None
         self.scanner: BalancedScanner | None = None
@@ -317,6 +332,33 @@ class NameJsonBody(Body):
             if not self._name_ok(name) or not _BARE_NAME.match(name) or len(name) > 256:
                 return self._reject(f"not a tool name: {name[:40]!r}", pos)
             self.name = name
+            self.phase = "args"
+            if self.id_header is not None:
+                self.phase = "id" if self.header.matched_suffix else "id_absent"
+            pos = j
+        if self.phase == "id_absent":
+            # no id: the marker that follows the id follows the name directly (NAME[ARGS]{...})
+            lit = self._id_stops[0] if self._id_stops else ""
+            i = pos
+            while i < len(text) and text[i] in _WS:
+                i += 1
+            tail = text[i:i + len(lit)]
+            if lit and not final and len(tail) < len(lit) and lit.startswith(tail):
+                return "more", pos
+            if lit and tail == lit:
+                pos = i + len(lit)
+            self.phase = "args"
+        if self.phase == "id":
+            assert self.id_header is not None
+            r = self.id_header.feed(text, pos, final)
+            if r is None:
+                return "more", len(text)
+            kind, slot, j = r
+            if kind == "more":
+                return "more", j
+            if kind == "bad" or not slot:
+                return self._reject("no call id after the id marker", pos, truncated=final and kind != "bad")
+            self.cid = slot
             self.phase = "args"
             pos = j
         if self.phase == "args":
@@ -630,8 +672,8 @@ def make_body(spec: CodecSpec, stops: MarkerSet, schemas: Mapping[str, Mapping[s
               header_stops: tuple[str, ...] = ()) -> Body:
     body = _KINDS[spec.kind](spec, stops, schemas, known_only)
     if isinstance(body, NameJsonBody) and header_stops:
-        body.header = _Header(spec.header, body.slot, ends="{",
-                              extra_stops=(*stops.markers, *header_stops))
+        body.header = _Header(body.header.prefix + body.slot + body.header.suffix, body.slot, ends="{",
+                              extra_stops=(*stops.markers, *body._id_stops, *header_stops))
     if isinstance(body, TaggedBody):
         body.spec_partial = partial_values
     return body

@@ -1,0 +1,139 @@
+"""Deriving a Profile from a chat template: probes, extraction, self-check, confidence, naming.
+
+``analyze(template)`` is pure derivation when ``known=False``: no builtin profile, name list or
+fingerprint is consulted, which is what the accuracy figures measure. With ``known=True`` (the
+default) a derived profile whose wire format matches a builtin dialect also takes that
+dialect's recovery rules and alternative spellings, which no template can reveal.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from ..errors import AutoparserError, TemplateError
+from ..profile import Profile
+from .extract import Findings, find_content, find_reasoning, find_tools
+from .match import match_dialect
+from .probes import Prober, tools_for
+from .selfcheck import CheckResult, self_check
+
+__all__ = ["Analysis", "analyze", "analyze_detailed", "detect", "load"]
+
+
+class Analysis:
+    """A derived profile together with everything that led to it (for ``--explain``)."""
+
+    def __init__(self, profile: Profile, findings: Findings, check: CheckResult, seconds: float,
+                 renders: int) -> None:
+        self.profile = profile
+        self.findings = findings
+        self.check = check
+        self.seconds = seconds
+        self.renders = renders
+
+
+def analyze(chat_template: str, bos_token: str | None = None, eos_token: str | None = None,
+            known: bool = True, special_tokens: tuple[str, ...] = (), model_id: str | None = None) -> Profile:
+    """Derive the output protocol of the model that uses ``chat_template``."""
+    return analyze_detailed(chat_template, bos_token, eos_token, known=known,
+                            special_tokens=special_tokens, model_id=model_id).profile
+
+
+def analyze_detailed(chat_template: str, bos_token: str | None = None, eos_token: str | None = None,
+                     *, known: bool = True, special_tokens: tuple[str, ...] = (),
+                     model_id: str | None = None, check_messages: int = 10) -> Analysis:
+    t0 = time.perf_counter()
+    pr = Prober(chat_template, bos_token, eos_token)
+    f = Findings()
+    tools = tools_for()
+    if not find_content(pr, f, tools):
+        if find_content(pr, f, None):
+            tools = []
+    find_reasoning(pr, f, tools or None)
+    find_tools(pr, f)
+    if eos_token and eos_token not in f.strip and not eos_token.isspace():
+        f.strip.append(eos_token)
+    reasoning_markers = set()
+    if f.reasoning is not None:
+        reasoning_markers = {*f.reasoning.open, *f.reasoning.close}
+    strip = tuple(dict.fromkeys(t for t in f.strip if t and t not in reasoning_markers))
+    prof = Profile(name=None, description="derived from a chat template", reasoning=f.reasoning,
+                   strip=strip, tools=f.tools)
+    check = self_check(pr, prof, n=check_messages, as_string=bool(f.tools_kw.get("as_string")),
+                       content_with_calls=f.tools_kw.get("content", ""))
+    conf = _confidence(f, check)
+    name = match_dialect(prof)
+    if check.rendered:
+        f.evidence.append(f"self-check: {check.passed}/{check.rendered} random assistant messages "
+                          "parsed back exactly")
+    for fail in check.failures[:3]:
+        f.evidence.append(f"self-check failure: {fail}")
+    prof = replace(prof, name=name, confidence=conf, field_confidence=dict(f.confidence),
+                   evidence=tuple(f.evidence))
+    if known and name is not None:
+        prof = _with_builtin_rules(prof, name)
+    return Analysis(prof, f, check, time.perf_counter() - t0, pr.renders)
+
+
+def _confidence(f: Findings, check: CheckResult) -> float:
+    core = [v for k, v in f.confidence.items() if k in ("content", "reasoning", "tools", "tools.codec",
+                                                        "tools.markers", "end_of_turn")]
+    base = min(core) if core else 0.5
+    if not check.rendered:
+        return round(min(base, 0.5), 3)
+    rate = check.rate
+    score = base * (0.4 + 0.6 * rate) if rate < 1.0 else base
+    if rate < 0.9:
+        score = min(score, 0.6)
+    return round(min(score, 0.99), 3)
+
+
+def _with_builtin_rules(prof: Profile, name: str) -> Profile:
+    """Take what templates cannot reveal (recovery rules, alternative spellings) from the builtin."""
+    from ..dialects import get_profile
+
+    b = get_profile(name)
+    return replace(b, name=name, confidence=prof.confidence, field_confidence=prof.field_confidence,
+                   evidence=(*prof.evidence, f"known dialect {name!r}: recovery rules and alternative "
+                             "spellings taken from the builtin profile"),
+                   strip=tuple(dict.fromkeys((*prof.strip, *b.strip))))
+
+
+def load(path: str | Path, *, known: bool = True) -> Profile:
+    """A profile from a profile .json, a .jinja template, a HF model dir, a GGUF or an OpenVINO IR."""
+    p = Path(path)
+    if p.suffix == ".json" and p.is_file() and p.name not in ("tokenizer_config.json", "chat_template.json"):
+        try:
+            text = p.read_text(encoding="utf-8")
+        except OSError as e:
+            raise AutoparserError(f"cannot read {p}: {e.strerror}") from None
+        return Profile.from_json(text)
+    from ..templates.sources import load_source
+
+    src = load_source(p)
+    return analyze(src.template_for(tools=True), src.bos_token, src.eos_token, known=known,
+                   special_tokens=src.special_tokens, model_id=src.model_id)
+
+
+def detect(chat_template: str | None = None, model_id: str | None = None, *, known: bool = True,
+           **kw: Any) -> Profile:
+    """The profile for a model: derived from its template, or by model id when none is given."""
+    if chat_template:
+        try:
+            return analyze(chat_template, known=known, model_id=model_id, **kw)
+        except TemplateError:
+            if not model_id:
+                raise
+    if model_id:
+        from .match import dialect_for_model_id
+
+        name = dialect_for_model_id(model_id)
+        if name is not None:
+            from ..dialects import get_profile
+
+            return replace(get_profile(name), evidence=(f"model id {model_id!r} names dialect {name!r}",),
+                           confidence=0.6)
+    raise AutoparserError("detect() needs a chat template or a model id it recognises")

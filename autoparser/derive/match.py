@@ -1,0 +1,113 @@
+"""Naming a derived profile: which builtin dialect writes the same wire format.
+
+Naming never changes how a derived profile parses; it only tells users (and other runtimes)
+which family this is. Two profiles have the same wire format when their tool-call openers,
+codec and codec patterns agree after whitespace is normalised.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..profile import Profile, ToolSpec
+
+__all__ = ["dialect_for_model_id", "match_dialect"]
+
+
+def _n(s: str) -> str:
+    return re.sub(r"\s+", "", s)
+
+
+def _tool_fp(t: ToolSpec) -> tuple[str, str, str, str, str]:
+    c = t.codec
+    keys = ""
+    if c.kind == "json":
+        keys = "name_as_key" if c.name_as_key else f"{c.name_keys[0]}|{c.args_keys[0]}"
+    return c.kind, _n(c.header), _n(c.param), keys, _n(c.trailer)
+
+
+def _openers(t: ToolSpec) -> set[str]:
+    return {_n(m) for m in (*t.section_open, *t.call_open)}
+
+
+def _score(d: Profile, b: Profile) -> int:
+    score = 0
+    if d.tools is not None:
+        if b.tools is None:
+            return -1
+        codecs = [b.tools.codec, *([b.tools.alt_codec] if b.tools.alt_codec else [])]
+        dk = _tool_fp(d.tools)
+        ok = False
+        for c in codecs:
+            bt = ToolSpec(codec=c)
+            bk = _tool_fp(bt)
+            if dk[0] != bk[0]:
+                continue
+            if dk[0] == "json" and dk[3] != bk[3] and not (set(d.tools.codec.args_keys) & set(c.args_keys)
+                                                           and set(d.tools.codec.name_keys) & set(c.name_keys)):
+                continue
+            if dk[0] in ("name_json", "tagged") and (dk[1] != bk[1] or dk[2] != bk[2]):
+                # a header may carry what the builtin puts in its call marker
+                if not (dk[1].endswith(bk[1]) or bk[1].endswith(dk[1])) or dk[2] != bk[2]:
+                    continue
+            ok = True
+        if not ok:
+            return -1
+        d_open = _openers(d.tools)
+        b_open = _openers(b.tools) | {_n(m) for m in b.tools.lookahead_open}
+        if d_open and not d_open <= b_open:
+            # markers may be split differently between section, call and header
+            joined = "".join(sorted(b_open))
+            if not all(o in joined or any(o.startswith(x) for x in b_open) for o in d_open):
+                return -1
+        score += 10
+    elif b.tools is not None:
+        return -1
+    if d.reasoning is not None and b.reasoning is not None:
+        if set(map(_n, d.reasoning.close)) & set(map(_n, b.reasoning.close)):
+            score += 3
+            if d.reasoning.start == b.reasoning.start:
+                score += 1
+    elif d.reasoning is None and b.reasoning is None:
+        score += 1
+    elif d.tools is None:
+        return -1
+    score += len(set(d.strip) & set(b.strip))
+    return score
+
+
+def match_dialect(prof: Profile) -> str | None:
+    """The builtin dialect with the same wire format, or None."""
+    from ..dialects import _names, get_profile
+
+    if prof.tools is None and prof.reasoning is None:
+        return None
+    best, best_key = None, (0, 0)
+    for name in _names():
+        b = get_profile(name)
+        key = (_score(prof, b), len(b.families))  # ties: the more widely used format
+        if key[0] > 0 and key > best_key:
+            best, best_key = name, key
+    return best
+
+
+_MODEL_HINTS = (
+    (r"gpt-oss", "harmony"), (r"qwen3[-.]?coder|qwen3\.5|qwen3\.6", "qwen3-coder"),
+    (r"qwen|qwq|hermes", "hermes"), (r"kimi", "kimi-k2"), (r"glm-?4\.[5-9]|glm-?5", "glm"),
+    (r"minimax-?m3", "minimax-m3"), (r"minimax", "minimax-m2"), (r"deepseek-?v4", "deepseek-v4"),
+    (r"deepseek-?v3\.2", "deepseek-v3.2"), (r"deepseek-?v3\.1", "deepseek-v3.1"),
+    (r"deepseek-?r1", "deepseek-r1"), (r"deepseek", "deepseek-v3"), (r"functiongemma", "functiongemma"),
+    (r"gemma-?4", "gemma4"), (r"mistral|magistral|devstral|ministral|mixtral", "mistral"),
+    (r"llama-?4", "pythonic"), (r"llama-?3", "llama3-json"), (r"granite", "granite"),
+    (r"phi-?4", "phi4"), (r"jamba", "jamba"), (r"command|cohere|c4ai", "command-r"), (r"ernie", "ernie"),
+    (r"lfm2", "pythonic"),
+)
+
+
+def dialect_for_model_id(model_id: str) -> str | None:
+    """A dialect guessed from a model id alone (used only when no template is available)."""
+    m = model_id.lower()
+    for pattern, name in _MODEL_HINTS:
+        if re.search(pattern, m):
+            return name
+    return None

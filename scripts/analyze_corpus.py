@@ -1,0 +1,236 @@
+#!/usr/bin/env python3
+"""Derive a profile for every template in ../shared/templates and report how good it is.
+
+For each template: the derived format and markers, the confidence, the matched dialect, whether
+that agrees with EXPECTED.tsv, the pass rate of that dialect's peer vectors parsed with the
+derived profile (``known=False``: pure derivation), the self-check round-trip rate and the
+analysis time. Writes analysis/corpus.json and analysis/corpus.md.
+
+    python scripts/analyze_corpus.py [--shared ../shared] [--only SUBSTRING] [--no-write]
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import re
+import statistics
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import autoparser  # noqa: E402
+from autoparser.derive import analyze_detailed  # noqa: E402
+from autoparser.derive.match import _score  # noqa: E402
+
+PEER_DIALECTS = {"hermes", "qwen3-coder", "glm", "gemma4", "kimi-k2", "mistral", "harmony", "minimax-m2",
+                 "minimax-m3", "think", "llama3-json", "pythonic", "deepseek-r1", "deepseek-v3",
+                 "deepseek-v3.1", "deepseek-v3.2", "deepseek-v4", "functiongemma", "granite", "phi4",
+                 "jamba", "command-r", "ernie"}
+
+
+def norm(s: str | None) -> str:
+    return re.sub(r"\s+", " ", s or "").strip()
+
+
+def summarize(res: Any) -> dict[str, Any]:
+    return {"reasoning": norm(res.reasoning), "content": norm(res.content),
+            "tool_calls": [{"name": c.name, "arguments": c.arguments} for c in res.tool_calls]}
+
+
+def expected(case: dict[str, Any]) -> dict[str, Any]:
+    e = case["expected"]
+    return {"reasoning": norm(e.get("reasoning")), "content": norm(e.get("content")),
+            "tool_calls": [{"name": c["name"], "arguments": c["arguments"]} for c in e.get("tool_calls", [])]}
+
+
+def run_vectors(prof: autoparser.Profile, cases: list[dict[str, Any]]) -> tuple[int, list[str]]:
+    ok, fails = 0, []
+    for case in cases:
+        notes = case.get("notes") or ""
+        # the vectors' convention (conformance README): the prompt did not open a reasoning block
+        # unless the notes say so
+        reasoning: str | None = "prefilled" if ("[prompt-opened-reasoning]" in notes
+                                               or case["dialect"] == "deepseek-r1") else "explicit"
+        if prof.reasoning is None:
+            reasoning = None
+        try:
+            results = []
+            for chunks in ([case["input"]], list(case["input"])):
+                p = prof.parser(tools=case.get("tools"), reasoning=reasoning)
+                for ch in chunks:
+                    p.feed(ch)
+                p.close()
+                results.append(summarize(p.result()))
+            good = results[0] == results[1] == expected(case)
+        except Exception as e:  # a crash is a failure
+            good = False
+            results = [{"error": repr(e)}]
+        ok += good
+        if not good:
+            fails.append(case["id"])
+    return ok, fails
+
+
+def describe(prof: autoparser.Profile) -> str:
+    t = prof.tools
+    if t is None:
+        tools = "no tool calls"
+    else:
+        c = t.codec
+        opens = "/".join(x for x in (*t.section_open, *t.call_open) if x) or "(none)"
+        detail = {"json": f"json {c.name_keys[0]}/{c.args_keys[0]}", "name_json": f"name_json {c.header!r}",
+                  "tagged": f"tagged {c.header!r} {c.param!r}", "pythonic": "pythonic"}[c.kind]
+        tools = f"{opens} {detail}"
+    r = prof.reasoning
+    reasoning = f"{'/'.join(r.open) or '-'}..{'/'.join(r.close)} ({r.start})" if r else "no reasoning"
+    return f"{tools}; {reasoning}"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--shared", default=str(ROOT.parent / "shared"))
+    ap.add_argument("--only")
+    ap.add_argument("--no-write", action="store_true")
+    a = ap.parse_args()
+    shared = Path(a.shared)
+    tdir = shared / "templates"
+    rows = list(csv.DictReader(open(tdir / "EXPECTED.tsv", encoding="utf-8"), delimiter="\t"))
+    sources = {r["file"]: r for r in csv.DictReader(open(tdir / "SOURCES.tsv", encoding="utf-8"),
+                                                     delimiter="\t")}
+    cases = json.load(open(shared / "conformance" / "peer-cases.json", encoding="utf-8"))
+    by_dialect: dict[str, list[dict[str, Any]]] = {}
+    for c in cases:
+        by_dialect.setdefault(c["dialect"], []).append(c)
+    out = []
+    t_all = time.perf_counter()
+    for row in rows:
+        f = row["file"]
+        if a.only and a.only not in f:
+            continue
+        src = sources.get(f, {})
+        text = (tdir / f).read_text(encoding="utf-8")
+        exp = row["tool_format"]
+        rec: dict[str, Any] = {"file": f, "expected": exp}
+        t0 = time.perf_counter()
+        try:
+            an = analyze_detailed(text, src.get("bos") or None, src.get("eos") or None, known=False)
+        except Exception as e:
+            rec.update(error=f"{type(e).__name__}: {e}"[:300], seconds=round(time.perf_counter() - t0, 4))
+            out.append(rec)
+            print(f"{f}: ERROR {rec['error'][:120]}", flush=True)
+            continue
+        prof = an.profile
+        rec.update(
+            seconds=round(an.seconds, 4), renders=an.renders, name=prof.name, confidence=prof.confidence,
+            derived=describe(prof), self_check=f"{an.check.passed}/{an.check.rendered}",
+            self_check_rate=round(an.check.rate, 3), has_tools=prof.tools is not None,
+            profile=prof.wire_format(), evidence=list(prof.evidence))
+        if exp in PEER_DIALECTS:
+            okn, fails = run_vectors(prof, by_dialect.get(exp, []))
+            n = len(by_dialect.get(exp, []))
+            rec.update(peer_pass=okn, peer_total=n, peer_rate=round(okn / n, 3) if n else None,
+                       peer_failures=fails)
+            builtin = autoparser.get_profile(exp)
+            rec["agrees"] = prof.name == exp or (_score(prof, builtin) > 0 and prof.tools is not None)
+            rec["correct"] = bool(n) and okn / n >= 0.9
+        elif exp == "none":
+            rec["agrees"] = prof.tools is None
+            rec["correct"] = rec["agrees"]
+        else:
+            rec["agrees"] = None
+            rec["correct"] = None
+        out.append(rec)
+        flag = {True: "ok ", False: "MISS", None: "   "}[rec["correct"]]
+        peer = f" peers {rec['peer_pass']}/{rec['peer_total']}" if "peer_pass" in rec else ""
+        print(f"{flag} {f}: {prof.name} conf {prof.confidence}{peer} check {rec['self_check']} "
+              f"[{rec['derived'][:90]}]", flush=True)
+    total = time.perf_counter() - t_all
+    summary = _summary(out, total)
+    print(json.dumps(summary, indent=2))
+    if not a.no_write and not a.only:
+        adir = ROOT / "analysis"
+        adir.mkdir(exist_ok=True)
+        (adir / "corpus.json").write_text(json.dumps({"summary": summary, "templates": out}, indent=1,
+                                                     ensure_ascii=False) + "\n", encoding="utf-8")
+        (adir / "corpus.md").write_text(_markdown(summary, out), encoding="utf-8")
+    return 0
+
+
+def _summary(out: list[dict[str, Any]], total: float) -> dict[str, Any]:
+    peer = [r for r in out if r["expected"] in PEER_DIALECTS]
+    good = [r for r in peer if r.get("correct")]
+    none = [r for r in out if r["expected"] == "none"]
+    times = [r["seconds"] for r in out if "seconds" in r]
+    wrong_high = [r["file"] for r in out if r.get("correct") is False and r.get("confidence", 0) >= 0.9]
+    by_dialect: dict[str, list[int]] = {}
+    for r in peer:
+        d = by_dialect.setdefault(r["expected"], [0, 0])
+        d[1] += 1
+        d[0] += bool(r.get("correct"))
+    return {
+        "templates": len(out),
+        "peer_dialect_templates": len(peer),
+        "peer_dialect_correct": len(good),
+        "peer_dialect_rate": round(len(good) / len(peer), 3) if peer else None,
+        "per_dialect": {k: f"{v[0]}/{v[1]}" for k, v in sorted(by_dialect.items())},
+        "no_tool_templates": len(none),
+        "no_tool_correct": sum(1 for r in none if r.get("correct")),
+        "errors": sum(1 for r in out if "error" in r),
+        "wrong_with_confidence_ge_0.9": wrong_high,
+        "analysis_seconds_p50": round(statistics.median(times), 4) if times else None,
+        "analysis_seconds_p95": round(sorted(times)[int(0.95 * (len(times) - 1))], 4) if times else None,
+        "analysis_seconds_total": round(total, 2),
+        "machine": f"{os.cpu_count()} cores, Python {sys.version.split()[0]}",
+    }
+
+
+def _markdown(s: dict[str, Any], out: list[dict[str, Any]]) -> str:
+    lines = ["# Template corpus: what each template derives to", "",
+             "Generated by `python scripts/analyze_corpus.py` (pure derivation, `known=False`) over "
+             "`../shared/templates`. Do not edit by hand.", "", "## Summary", ""]
+    lines += [f"- templates analysed: {s['templates']} ({s['errors']} could not be analysed)",
+              f"- templates whose expected format is a peer-case dialect: {s['peer_dialect_templates']}; "
+              f"derived profile parses >= 90% of that dialect's peer vectors: **{s['peer_dialect_correct']}** "
+              f"({s['peer_dialect_rate']:.0%})" if s["peer_dialect_rate"] is not None else "",
+              f"- per dialect (correct/templates): "
+              + ", ".join(f"{k} {v}" for k, v in s["per_dialect"].items()),
+              f"- templates without tool calls (EXPECTED `none`) that derive \"no tool calls\": "
+              f"{s['no_tool_correct']}/{s['no_tool_templates']}",
+              f"- wrong derivations with confidence >= 0.9: {len(s['wrong_with_confidence_ge_0.9'])}"
+              + (f" ({', '.join(s['wrong_with_confidence_ge_0.9'])})" if s["wrong_with_confidence_ge_0.9"] else ""),
+              f"- analysis time per template: p50 {s['analysis_seconds_p50'] * 1000:.0f} ms, "
+              f"p95 {s['analysis_seconds_p95'] * 1000:.0f} ms; whole corpus {s['analysis_seconds_total']} s "
+              f"({s['machine']})", ""]
+    misses = [r for r in out if r.get("correct") is False]
+    lines += ["## Misses", "", "Every template whose derivation is wrong or incomplete, with the reason "
+              "the analyzer recorded.", ""]
+    for r in misses:
+        why = r.get("error") or "; ".join(e for e in r.get("evidence", []) if "fail" in e or "no " in e)[:400]
+        if "peer_failures" in r:
+            why = (f"parses {r['peer_pass']}/{r['peer_total']} peer vectors (failing: "
+                   f"{', '.join(r['peer_failures'][:6])}{'...' if len(r['peer_failures']) > 6 else ''}). "
+                   + why)
+        lines.append(f"- `{r['file']}` (expected {r['expected']}, derived {r.get('name')}, "
+                     f"confidence {r.get('confidence')}): {why}")
+    lines += ["", "## All templates", "",
+              "| template | expected | derived | matched | confidence | peers | self-check | ms |",
+              "|---|---|---|---|---|---|---|---|"]
+    for r in out:
+        peers = f"{r['peer_pass']}/{r['peer_total']}" if "peer_pass" in r else ""
+        derived = (r.get("derived") or r.get("error", "")).replace("|", "\\|")
+        lines.append(f"| `{r['file']}` | {r['expected'].replace('|', '/')} | {derived[:140]} | "
+                     f"{r.get('name') or ''} | {r.get('confidence', '')} | {peers} | "
+                     f"{r.get('self_check', '')} | {r.get('seconds', 0) * 1000:.0f} |")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    sys.exit(main())
