@@ -15,12 +15,13 @@ Conventions chosen here (OpenAI's own behaviour where it has one):
 - Reasoning goes under ``reasoning_content`` (DeepSeek, vLLM, SGLang, llama.cpp) and only when
   non-empty; ``reasoning_key="reasoning"`` selects the newer vLLM/OpenRouter spelling.
 - Streamed tool-call ``index`` values are OpenAI-visible positions, numbered 0, 1, 2... in the
-  order calls are first streamed, whatever numbers the engine used. A call that is later
-  withdrawn (``ToolCallEnd`` with status ``dropped``) has already reached the client and cannot be
-  taken back, so it keeps its index; it only stops counting towards ``finish_reason="tool_calls"``.
-  Pass ``hold_calls=True`` to stream each call only once it has ended: dropped calls then never
-  reach the client, indices have no ghosts, and the stream matches :func:`message_from_result`
-  exactly, at the cost of not streaming argument text as it is generated.
+  order calls start, whatever numbers the engine used, so a client indexing an array never meets
+  a gap. The engine announces a call only once it is complete and never withdraws one, so every
+  streamed call is a call of the result, and any streamed call makes ``finish_reason``
+  ``tool_calls`` (which beats ``length``: the client must run the calls it got).
+- ``ToolCallEnd`` adds no chunk: OpenAI has no end-of-call delta, and the arguments it carries
+  equal the concatenated fragments already sent. Unknown tools (``known=False``) are forwarded
+  like any other call; rejecting them is the server's decision, not the wire format's.
 
 Nothing here does I/O: :func:`sse` and :func:`sse_done` return strings for the caller to write.
 """
@@ -31,7 +32,6 @@ import json
 import time
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from autoparser.events import (
@@ -129,16 +129,6 @@ def _new_id() -> str:
     return "chatcmpl-" + uuid.uuid4().hex
 
 
-@dataclass(slots=True)
-class _Call:
-    """What the stream knows about one engine call; ``wire`` is its OpenAI index once streamed."""
-
-    start: ToolCallStart
-    wire: int | None = None
-    args: list[str] = field(default_factory=list)  # only kept while held (hold_calls=True)
-    dropped: bool = False
-
-
 class ChunkStream:
     """Incremental event → ``chat.completion.chunk`` converter for one choice (``n=1``).
 
@@ -165,20 +155,17 @@ class ChunkStream:
         model: str,
         id: str | None = None,
         created: int | None = None,
-        hold_calls: bool = False,
         include_usage: bool = False,
         reasoning_key: str = _DEFAULT_REASONING_KEY,
     ) -> None:
         self.model = model
         self.id = id if id is not None else _new_id()
         self.created = created if created is not None else int(time.time())
-        self.hold_calls = hold_calls
         self.include_usage = include_usage
         self.reasoning_key = reasoning_key
         self._started = False
         self._finished = False
-        self._calls: dict[int, _Call] = {}
-        self._next_wire = 0
+        self._wire: dict[int, int] = {}  # engine call index -> OpenAI index
         self._finish_reason: FinishReason | None = None
 
     # -- public -----------------------------------------------------------------------------------
@@ -209,7 +196,6 @@ class ChunkStream:
     def finish(self, *, length: bool = False, usage: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
         """The closing chunk(s). ``length=True``: generation stopped at the token limit.
 
-        Calls still held (``hold_calls``) but never ended are flushed first rather than lost.
         ``usage`` adds OpenAI's trailing usage chunk (``choices: []``); it is required when the
         stream was created with ``include_usage=True``, because the client is waiting for it.
         """
@@ -218,14 +204,9 @@ class ChunkStream:
         if self.include_usage and usage is None:
             raise ValueError("include_usage=True: finish() needs usage")
         out = self.start()
-        deltas: list[dict[str, Any]] = []
-        for call in self._calls.values():
-            if call.wire is None and not call.dropped:
-                self._release(call, "".join(call.args), deltas)
-        out.extend(self._chunk(d) for d in deltas)
         self._finished = True
         reason: FinishReason
-        if any(c.wire is not None and not c.dropped for c in self._calls.values()):
+        if self._wire:
             reason = "tool_calls"
         elif length:
             reason = "length"
@@ -268,60 +249,33 @@ class ChunkStream:
             else:
                 deltas.append({key: ev.text})
         elif isinstance(ev, ToolCallStart):
-            if ev.index in self._calls:
+            if ev.index in self._wire:
                 raise ValueError(f"ToolCallStart for call {ev.index} seen twice")
-            call = _Call(ev)
-            self._calls[ev.index] = call
-            if not self.hold_calls:
-                self._release(call, "", deltas)
+            wire = self._wire[ev.index] = len(self._wire)
+            function = {"name": ev.name, "arguments": ""}
+            deltas.append(
+                {"tool_calls": [{"index": wire, "id": ev.id, "type": "function", "function": function}]}
+            )
         elif isinstance(ev, ToolCallArgsDelta):
-            call = self._known(ev.index)
+            wire = self._known(ev.index)
             if not ev.text:
-                return
-            if call.wire is None:
-                call.args.append(ev.text)
                 return
             last = deltas[-1] if deltas else None
             prev = last.get("tool_calls") if last is not None and len(last) == 1 else None
-            if prev is not None and prev[-1]["index"] == call.wire and "id" not in prev[-1]:
+            if prev is not None and prev[-1]["index"] == wire and "id" not in prev[-1]:
                 prev[-1]["function"]["arguments"] += ev.text
             else:
-                deltas.append({"tool_calls": [{"index": call.wire, "function": {"arguments": ev.text}}]})
+                deltas.append({"tool_calls": [{"index": wire, "function": {"arguments": ev.text}}]})
         elif isinstance(ev, ToolCallEnd):
-            call = self._known(ev.index)
-            if ev.status == "dropped":
-                call.dropped = True
-            elif call.wire is None:
-                # Held call: send the final arguments, so the stream equals message_from_result.
-                self._release(call, json.dumps(ev.arguments, ensure_ascii=False), deltas)
+            self._known(ev.index)
         else:
             raise TypeError(f"not an autoparser event: {ev!r}")
 
-    def _known(self, index: int) -> _Call:
-        call = self._calls.get(index)
-        if call is None:
+    def _known(self, index: int) -> int:
+        wire = self._wire.get(index)
+        if wire is None:
             raise ValueError(f"event for call {index} before its ToolCallStart")
-        return call
-
-    def _release(self, call: _Call, arguments: str, deltas: list[dict[str, Any]]) -> None:
-        """Give ``call`` the next OpenAI index and stream its opening (and, if held, its arguments)."""
-        call.wire = self._next_wire
-        self._next_wire += 1
-        call.args = []
-        deltas.append(
-            {
-                "tool_calls": [
-                    {
-                        "index": call.wire,
-                        "id": call.start.id,
-                        "type": "function",
-                        "function": {"name": call.start.name, "arguments": ""},
-                    }
-                ]
-            }
-        )
-        if arguments:
-            deltas.append({"tool_calls": [{"index": call.wire, "function": {"arguments": arguments}}]})
+        return wire
 
 
 def chunk_stream(
@@ -331,7 +285,6 @@ def chunk_stream(
     id: str | None = None,
     created: int | None = None,
     length: bool = False,
-    hold_calls: bool = False,
     usage: Mapping[str, Any] | None = None,
     reasoning_key: str = _DEFAULT_REASONING_KEY,
 ) -> Iterator[dict[str, Any]]:
@@ -344,7 +297,6 @@ def chunk_stream(
         model=model,
         id=id,
         created=created,
-        hold_calls=hold_calls,
         include_usage=usage is not None,
         reasoning_key=reasoning_key,
     )

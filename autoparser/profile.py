@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "PROFILE_VERSION",
+    "json_schema",
     "CodecSpec",
     "MessagesSpec",
     "Profile",
@@ -363,3 +364,42 @@ def _no_empty(path: str, markers: Sequence[str]) -> None:
     for i, m in enumerate(markers):
         if not m:
             raise ProfileError(f"{path}[{i}]", "markers must not be empty strings")
+
+
+def json_schema() -> dict[str, Any]:
+    """The JSON Schema of a profile file, generated from the dataclasses (docs/profile.schema.json)."""
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema",
+            "title": "autoparser profile", **_schema_of(Profile)}
+
+
+def _schema_of(tp: Any) -> dict[str, Any]:
+    if dataclasses.is_dataclass(tp):
+        hints = get_type_hints(tp)
+        props = {f.name: _schema_of(hints[f.name]) for f in dataclasses.fields(tp)}
+        required = [f.name for f in dataclasses.fields(tp)
+                    if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+        doc = (tp.__doc__ or "").strip().split("\n\n")[0].replace("\n", " ")
+        out: dict[str, Any] = {"type": "object", "description": doc, "properties": props,
+                               "additionalProperties": False}
+        if required:
+            out["required"] = required
+        return out
+    origin, args = get_origin(tp), get_args(tp)
+    if origin is Literal:
+        return {"enum": list(args)}
+    if _is_union(tp):
+        alts = [_schema_of(a) for a in args if a is not type(None)]
+        if type(None) in args:
+            alts.append({"type": "null"})
+        return alts[0] if len(alts) == 1 else {"anyOf": alts}
+    if origin is tuple:
+        if len(args) == 2 and args[1] is Ellipsis:
+            return {"type": "array", "items": _schema_of(args[0])}
+        return {"type": "array", "prefixItems": [_schema_of(a) for a in args],
+                "minItems": len(args), "maxItems": len(args)}
+    if origin in (Mapping, dict):
+        return {"type": "object", "additionalProperties": _schema_of(args[1]) if len(args) == 2 else {}}
+    simple = {str: "string", bool: "boolean", int: "integer", float: "number"}
+    if tp in simple:
+        return {"type": simple[tp]}
+    return {}

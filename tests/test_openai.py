@@ -234,84 +234,29 @@ def test_repaired_and_truncated_calls_still_count_as_calls() -> None:
         assert stream(events)[-1]["choices"][0]["finish_reason"] == "tool_calls", status
 
 
-def test_dropped_call_keeps_its_index_but_not_the_finish_reason() -> None:
+def test_cut_off_call_text_is_content_and_length_is_reported() -> None:
+    # The engine announces calls only when complete: a call cut off by the token limit never
+    # starts, its raw text comes back as content, and the stream finishes with "length".
     raw = '<tool_call>{"name": "f", "arguments": {"a": "tr'
-    events: list[Event] = [
-        ContentDelta("Sure."),
-        ToolCallStart(0, "call_1", "f", True),
-        ToolCallArgsDelta(0, '{"a": "tr'),
-        ToolCallEnd(0, {}, "dropped"),
-        ContentDelta(raw),
-    ]
-    chunks = stream(events)
-    # The call was streamed before it was withdrawn, and the ToolCallEnd adds no chunk.
+    events: list[Event] = [ContentDelta("Sure. "), ContentDelta(raw)]
+    chunks = stream(events, length=True)
     assert deltas(chunks) == [
         {"role": "assistant", "content": ""},
-        {"content": "Sure."},
-        {
-            "tool_calls": [
-                {"index": 0, "id": "call_1", "type": "function", "function": {"name": "f", "arguments": ""}}
-            ]
-        },
-        {"tool_calls": [{"index": 0, "function": {"arguments": '{"a": "tr'}}]},
+        {"content": "Sure. "},
         {"content": raw},
         {},
     ]
-    assert chunks[-1]["choices"][0]["finish_reason"] == "stop"
-    res = Result(content="Sure." + raw)
-    assert finish_reason(res) == "stop"
-    # What a client assembles still holds the ghost; only hold_calls avoids it.
-    assert accumulate(chunks)["tool_calls"][0]["function"]["arguments"] == '{"a": "tr'
-    held = stream(events, hold_calls=True)
-    assert held[-1]["choices"][0]["finish_reason"] == "stop"
-    assert accumulate(held) == message_from_result(res)
-    assert not any("tool_calls" in d for d in deltas(held))
-
-
-def test_dropped_call_with_length_reports_length() -> None:
-    events: list[Event] = [ToolCallStart(0, "c", "f", True), ToolCallEnd(0, {}, "dropped")]
-    chunks = list(chunk_stream(events, model=MODEL, length=True))
     assert chunks[-1]["choices"][0]["finish_reason"] == "length"
-    assert finish_reason(Result(finish="length")) == "length"
+    res = Result(content="Sure. " + raw, finish="length")
+    assert finish_reason(res) == "length"
+    assert accumulate(chunks) == message_from_result(res)
 
 
-def test_dropped_then_ok_call() -> None:
-    events: list[Event] = [
-        ToolCallStart(5, "c1", "f", True),
-        ToolCallArgsDelta(5, '{"a'),
-        ToolCallEnd(5, {}, "dropped"),
-        *call_events(6, "c2", "g", {"b": [1, 2]}),
-    ]
-    streamed = stream(events)
-    starts = [tc for d in deltas(streamed) for tc in d.get("tool_calls", []) if "id" in tc]
-    assert [(s["index"], s["id"]) for s in starts] == [(0, "c1"), (1, "c2")]
-    assert streamed[-1]["choices"][0]["finish_reason"] == "tool_calls"
-
-    held = stream(events, hold_calls=True)
-    assert deltas(held)[1:] == [
-        {
-            "tool_calls": [
-                {"index": 0, "id": "c2", "type": "function", "function": {"name": "g", "arguments": ""}}
-            ]
-        },
-        {"tool_calls": [{"index": 0, "function": {"arguments": '{"b": [1, 2]}'}}]},
-        {},
-    ]
-    res = Result(tool_calls=[ToolCall("g", {"b": [1, 2]}, "c2")], finish="tool_calls")
-    assert accumulate(held) == message_from_result(res)
-
-
-def test_hold_calls_flushes_unended_calls_at_finish() -> None:
-    cs = ChunkStream(model=MODEL, hold_calls=True)
-    out = cs.push([ToolCallStart(0, "c", "f", True), ToolCallArgsDelta(0, '{"a": 1}')])
-    assert deltas(out) == [{"role": "assistant", "content": ""}]
-    out = cs.finish()
-    assert [d.get("tool_calls", [{}])[0].get("function") for d in deltas(out)] == [
-        {"name": "f", "arguments": ""},
-        {"arguments": '{"a": 1}'},
-        None,
-    ]
-    assert cs.finish_reason == "tool_calls"
+def test_tool_call_end_adds_no_chunk() -> None:
+    cs = ChunkStream(model=MODEL)
+    cs.start()
+    assert cs.push([ToolCallStart(0, "c", "f", True), ToolCallArgsDelta(0, "{}")]) != []
+    assert cs.push([ToolCallEnd(0, {}, "ok")]) == []
 
 
 # -- the incremental API ------------------------------------------------------------------------------
@@ -610,15 +555,14 @@ def _comparable(msg: dict[str, Any], *, ids: bool) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("size", [1, 4, 17, 4096])
-@pytest.mark.parametrize("hold", [False, True])
-def test_hermes_stream_matches_parse(size: int, hold: bool) -> None:
+def test_hermes_stream_matches_parse(size: int) -> None:
     reason = _engine_missing()
     if reason is not None:
         pytest.skip(reason)
     import autoparser
 
     p = autoparser.get_profile("hermes").parser(tools=TOOLS)
-    cs = ChunkStream(model=MODEL, hold_calls=hold)
+    cs = ChunkStream(model=MODEL)
     chunks: list[dict[str, Any]] = []
     for i in range(0, len(HERMES_RAW), size):
         chunks += cs.push(p.feed(HERMES_RAW[i : i + size]))
@@ -638,3 +582,26 @@ def test_hermes_stream_matches_parse(size: int, hold: bool) -> None:
     assert _comparable(streamed, ids=False) == _comparable(message_from_result(whole), ids=False)
     assert streamed["tool_calls"][1]["function"]["name"] == "get_weather"
     assert json.loads(streamed["tool_calls"][0]["function"]["arguments"])["note"] == 'a "quoted" café'
+
+
+@pytest.mark.parametrize("size", [1, 5, 4096])
+def test_think_stream_matches_parse(size: int) -> None:
+    reason = _engine_missing()
+    if reason is not None:
+        pytest.skip(reason)
+    import autoparser
+
+    raw = "<think>\nCompare 3 < 4 and {x}.\n</think>\n\nThe answer is [4]."
+    p = autoparser.get_profile("think").parser()
+    cs = ChunkStream(model=MODEL)
+    chunks = cs.start()
+    for i in range(0, len(raw), size):
+        chunks += cs.push(p.feed(raw[i : i + size]))
+    chunks += cs.push(p.close())
+    chunks += cs.finish()
+    res = p.result()
+    assert res.reasoning.strip() == "Compare 3 < 4 and {x}."
+    assert cs.finish_reason == finish_reason(res) == "stop"
+    assert (
+        accumulate(chunks) == message_from_result(res) == message_from_result(autoparser.parse(raw, "think"))
+    )

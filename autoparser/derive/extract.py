@@ -88,8 +88,14 @@ def find_reasoning(pr: Prober, f: Findings, tools: list[dict[str, Any]] | None) 
         if p.span is not None and REASONING in p.span and CONTENT in p.span:
             span_probe = p
             break
-    prompts = {k: _after_user(pr.prompt(tools, **kw)) for k, kw in
-               (("default", {}), ("on", {"enable_thinking": True}), ("off", {"enable_thinking": False}))}
+    prompts: dict[str, str | None] = {"default": _after_user(pr.prompt(tools))}
+    for var in ("enable_thinking", "thinking", "reasoning"):
+        on = _after_user(pr.prompt(tools, **{var: True}))
+        off = _after_user(pr.prompt(tools, **{var: False}))
+        prompts["on"], prompts["off"] = on, off
+        if on is not None and off is not None and on != off:
+            f.evidence.append(f"reasoning.switch: the template variable {var!r} changes the generation prompt")
+            break
     open_m, close_m, how = "", "", ""
     if span_probe is not None:
         assert span_probe.span is not None
@@ -250,6 +256,11 @@ def _call_block(span: str, f: Findings) -> str:
         s = s[: -len(post)]
     elif post.strip(_WS) and s.rstrip(_WS).endswith(post.strip(_WS)):
         s = s.rstrip(_WS)[: -len(post.strip(_WS))]
+    elif post:
+        # the end of turn may share only its tail with a plain message's (END_RESPONSE vs END_ACTION)
+        shared = common_suffix(s, post)
+        if marker_tokens(shared) and all(t in f.strip for t in marker_tokens(shared)):
+            s = s[: len(s) - len(shared)]
     return s
 
 
@@ -265,7 +276,9 @@ def _markers(a: str, z: str, m: str | None, f: Findings,
         out["section_open"], out["section_close"], out["separators"] = "", "", ""
         return out
     close = common_prefix(z, m)
+    close = close[: len(close.rstrip(_WS))]
     opn = common_suffix(a, m)
+    opn = opn[len(opn) - len(opn.lstrip(_WS)):]
     if len(close) + len(opn) > len(m):  # overlapping: the middle is all separator
         close = opn = ""
     sep = m[len(close): len(m) - len(opn)]

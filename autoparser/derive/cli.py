@@ -1,0 +1,164 @@
+"""``autoparse PATH`` and ``autoparse scan PATH...``: analyse models and templates from the shell."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any, TextIO
+
+from ..errors import AutoparserError
+from ..profile import Profile
+
+__all__ = ["main_analyze", "main_scan"]
+
+
+def _analyze_path(path: str, known: bool) -> tuple[Any, Any]:
+    from ..templates.sources import load_source
+    from . import analyze_detailed
+
+    src = load_source(Path(path))
+    an = analyze_detailed(src.template_for(tools=True), src.bos_token, src.eos_token, known=known,
+                          special_tokens=src.special_tokens, model_id=src.model_id)
+    return src, an
+
+
+def main_analyze(argv: list[str], out: TextIO | None = None) -> int:
+    out = out or sys.stdout
+    ap = argparse.ArgumentParser(prog="autoparse", description="Derive a model's output protocol from its "
+                                 "chat template (a .jinja file, HF model dir, .gguf or OpenVINO IR dir).")
+    ap.add_argument("path")
+    ap.add_argument("--json", action="store_true", help="print the profile as JSON")
+    ap.add_argument("--explain", action="store_true", help="show the probe renders behind each field")
+    ap.add_argument("--emit", metavar="FORMAT",
+                    help="print the profile for another runtime (openvino, vllm, sglang, response-template, "
+                         "ebnf, gbnf, structural-tag, openvino-grammar, json)")
+    ap.add_argument("--tools", help="JSON file with tools (for grammar formats)")
+    ap.add_argument("--pure", action="store_true", help="pure derivation: do not use builtin dialect rules")
+    ap.add_argument("--save", metavar="FILE", help="also write the profile JSON to FILE")
+    a = ap.parse_args(argv)
+    try:
+        src, an = _analyze_path(a.path, known=not a.pure)
+    except AutoparserError as e:
+        sys.stderr.write(f"autoparse: error: {e}\n")
+        return 1
+    prof: Profile = an.profile
+    if a.save:
+        Path(a.save).write_text(prof.to_json() + "\n", encoding="utf-8")
+    if a.emit:
+        from ..export import emit
+
+        tools = json.loads(Path(a.tools).read_text(encoding="utf-8")) if a.tools else None
+        out.write(emit(prof, a.emit, tools=tools).rstrip("\n") + "\n")
+        return 0
+    if a.json:
+        out.write(prof.to_json() + "\n")
+        return 0
+    _summary(out, src, an)
+    if a.explain:
+        _explain(out, an)
+    return 0
+
+
+def _summary(out: TextIO, src: Any, an: Any) -> None:
+    p: Profile = an.profile
+    w = out.write
+    w(f"{src.path}  ({src.kind}{', ' + src.model_id if src.model_id else ''})\n")
+    w(f"  dialect      {p.name or 'no builtin match (a new format)'}\n")
+    w(f"  confidence   {p.confidence:.2f}   self-check {an.check.passed}/{an.check.rendered}"
+      f"   analysed in {an.seconds * 1000:.0f} ms ({an.renders} renders)\n")
+    r = p.reasoning
+    if r is not None:
+        w(f"  reasoning    {' | '.join(r.open) or '(opened by the prompt)'} ... {' | '.join(r.close)}"
+          f"   start: {r.start}{', switchable' if r.switchable else ''}\n")
+    else:
+        w("  reasoning    none\n")
+    t = p.tools
+    if t is None:
+        w("  tool calls   none\n")
+    else:
+        if t.section_open or t.section_close:
+            w(f"  section      {' | '.join(t.section_open) or '-'} ... {' | '.join(t.section_close) or '-'}\n")
+        if t.call_open or t.call_close:
+            w(f"  call         {' | '.join(t.call_open) or '-'} ... {' | '.join(t.call_close) or '-'}\n")
+        c = t.codec
+        detail = {"json": f"JSON object, name {c.name_keys[0]!r}, arguments {c.args_keys[0]!r}"
+                          + (f" inside {c.function_key!r}" if c.function_key and c.kind == "json" else ""),
+                  "name_json": f"header {c.header!r} then {'relaxed ' if c.flavor == 'relaxed' else ''}JSON",
+                  "tagged": f"header {c.header!r}, parameter {c.param!r}",
+                  "pythonic": "Python call list"}[c.kind]
+        w(f"  codec        {c.kind}: {detail}\n")
+        if c.trailer:
+            w(f"  trailer      {c.trailer!r}\n")
+    if p.strip:
+        w(f"  stripped     {' '.join(p.strip)}\n")
+    if p.field_confidence:
+        w("  per field    " + ", ".join(f"{k} {v:.2f}" for k, v in sorted(p.field_confidence.items())) + "\n")
+    w("  evidence\n")
+    for e in p.evidence:
+        w(f"    - {e}\n")
+
+
+def _explain(out: TextIO, an: Any) -> None:
+    out.write("  probes (what the template wrote for each assistant turn)\n")
+    for p in an.findings.probes:
+        body = p.error and f"ERROR {p.error}" or repr(p.span)
+        out.write(f"    {p.label:38} {body[:200]}\n")
+        if p.prompt_tail:
+            out.write(f"    {'':38} (generation prompt adds {p.prompt_tail[:80]!r})\n")
+
+
+def main_scan(argv: list[str], out: TextIO | None = None) -> int:
+    out = out or sys.stdout
+    ap = argparse.ArgumentParser(prog="autoparse scan", description="Analyse many models or templates.")
+    ap.add_argument("paths", nargs="+")
+    ap.add_argument("--json", action="store_true", help="one JSON object per line instead of a table")
+    ap.add_argument("--pure", action="store_true")
+    a = ap.parse_args(argv)
+    files: list[Path] = []
+    for raw in a.paths:
+        p = Path(raw)
+        if p.is_dir() and not _is_model_dir(p):
+            files += sorted(x for x in p.rglob("*") if x.suffix in (".jinja", ".gguf") or _is_model_dir(x))
+        else:
+            files.append(p)
+    rows = []
+    t0 = time.perf_counter()
+    for i, f in enumerate(files, 1):
+        if not a.json and sys.stderr.isatty():
+            sys.stderr.write(f"\r[{i}/{len(files)}] {str(f)[-60:]:60}")
+        try:
+            _src, an = _analyze_path(str(f), known=not a.pure)
+            p = an.profile
+            row = {"path": str(f), "dialect": p.name, "confidence": p.confidence,
+                   "tools": p.tools.codec.kind if p.tools else None,
+                   "reasoning": "/".join(p.reasoning.close) if p.reasoning else None,
+                   "self_check": f"{an.check.passed}/{an.check.rendered}", "ms": round(an.seconds * 1000)}
+        except AutoparserError as e:
+            row = {"path": str(f), "error": str(e)[:160]}
+        rows.append(row)
+        if a.json:
+            out.write(json.dumps(row, ensure_ascii=False) + "\n")
+    if not a.json:
+        if sys.stderr.isatty():
+            sys.stderr.write("\n")
+        out.write(f"{'path':60} {'dialect':14} {'conf':>5} {'tools':9} {'reasoning':12} check\n")
+        for r in rows:
+            if "error" in r:
+                out.write(f"{r['path'][-60:]:60} ERROR {r['error']}\n")
+                continue
+            out.write(f"{r['path'][-60:]:60} {r['dialect'] or '-':14} {r['confidence']:5.2f} "
+                      f"{r['tools'] or '-':9} {r['reasoning'] or '-':12} {r['self_check']}\n")
+        ok = [r for r in rows if "error" not in r]
+        out.write(f"\n{len(rows)} analysed in {time.perf_counter() - t0:.1f} s: {len(ok)} derived, "
+                  f"{sum(1 for r in ok if r['dialect'])} match a builtin dialect, "
+                  f"{sum(1 for r in ok if r['confidence'] >= 0.9)} with confidence >= 0.9, "
+                  f"{len(rows) - len(ok)} errors\n")
+    return 0
+
+
+def _is_model_dir(p: Path) -> bool:
+    return p.is_dir() and any((p / n).exists() for n in ("tokenizer_config.json", "chat_template.jinja",
+                                                          "chat_template.json", "openvino_tokenizer.xml"))
