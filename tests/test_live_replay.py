@@ -182,6 +182,19 @@ def test_replay_recovers_the_forced_output(fx: dict[str, Any]) -> None:
         assert marker not in res.reasoning, marker
 
 
+# Known engine issue: in the mistral profile an end-of-turn marker right after the call
+# ("...}</s>" natively, "...}<|im_end|>" here) is read as a second call without a header and
+# records an ``invalid_call`` issue, although the call and the content are right.
+ISSUES_EXPECTED = {"mistral_call": "mistral: a strip marker after a call is reported as invalid_call"}
+
+
+def test_clean_forced_runs_record_no_issues(fx: dict[str, Any], request: pytest.FixtureRequest) -> None:
+    if fx["name"] in ISSUES_EXPECTED:
+        request.applymarker(pytest.mark.xfail(reason=ISSUES_EXPECTED[fx["name"]], strict=False))
+    _, res = replay(fx, fx["chunks"])
+    assert [(i.code, i.message) for i in res.issues] == []
+
+
 def test_forced_runs_contain_a_call_or_reasoning(fx: dict[str, Any]) -> None:
     """Guards the expectations themselves: a forced run that shows nothing would test nothing."""
     if fx["generation_config"]["structured_output"] is None and not fx["prefill"]:
@@ -213,7 +226,7 @@ def test_argument_deltas_concatenate_to_the_final_arguments(fx: dict[str, Any]) 
     for e in events:
         if isinstance(e, ToolCallArgsDelta):
             fragments[e.index] = fragments.get(e.index, "") + e.text
-        elif isinstance(e, ToolCallEnd) and e.status != "dropped":
+        elif isinstance(e, ToolCallEnd):
             ends[e.index] = e.arguments
     assert [ends[i] for i in sorted(ends)] == [c.arguments for c in res.tool_calls]
     for i, args in ends.items():
@@ -230,6 +243,20 @@ def test_native_chatml_profile_strips_im_end_by_itself() -> None:
         assert "<|im_end|>" not in res.content, path.name
 
 
+def test_profile_derived_from_the_recorded_template_reads_the_plain_runs() -> None:
+    """What ``load_pipeline`` does for SmolLM2: analyze its template, then parse its output."""
+    analyze = getattr(autoparser, "analyze", None)
+    if analyze is None:
+        pytest.skip("autoparser.analyze is not available yet")
+    for path in FIXTURES:
+        f = load(path)
+        if f["generation_config"]["structured_output"] is not None or f["prefill"]:
+            continue
+        prof = analyze(f["chat_template"], bos_token=f["bos_token"], eos_token=f["eos_token"])
+        res = autoparser.parse(f["chunks"], prof)
+        assert res.content == f["decoded_text"] and not res.tool_calls and not res.reasoning, path.name
+
+
 # -- comparison with OpenVINO GenAI's built-in parsers (recorded at capture time) -------------
 
 # Which built-in parser configuration *should* agree with a correct reading of each run.
@@ -243,13 +270,17 @@ AGREEING = {
 
 def mode_matches(f: dict[str, Any], parser_name: str) -> bool:
     """expect_open_tag=False is GenAI's spelling of a prefilled reasoning block."""
-    return (f["reasoning"] == "prefilled") == ("expect_open_tag=False" in parser_name)
+    prefilled: bool = f["reasoning"] == "prefilled"
+    return prefilled == ("expect_open_tag=False" in parser_name)
 
 
-def test_builtin_openvino_parsers_where_they_should_agree(fx: dict[str, Any]) -> None:
-    results = fx.get("openvino_parsers") or {}
-    if not results:
-        pytest.skip("GenAI has no built-in parser for this format")
+WITH_BUILTIN = [p for p in FIXTURES if load(p).get("openvino_parsers")]
+
+
+@pytest.mark.parametrize("path", WITH_BUILTIN, ids=[p.stem for p in WITH_BUILTIN])
+def test_builtin_openvino_parsers_where_they_should_agree(path: Path) -> None:
+    fx = load(path)
+    results = fx["openvino_parsers"]
     _, ours = replay(fx, fx["chunks"])
     checked = 0
     for name, theirs in results.items():

@@ -18,6 +18,7 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Literal
 
 from ..profile import CodecSpec
@@ -101,6 +102,26 @@ def _trim_one(value: str, before: str, after: str) -> str:
     return value
 
 
+@lru_cache(maxsize=256)
+def _header_parts(pattern: str, slot: str, ends: str, extra_stops: tuple[str, ...]
+                  ) -> tuple[str, re.Pattern[str] | None, re.Pattern[str], MarkerSet]:
+    """Compiled pieces of a header pattern, built once per pattern (a header is made per call)."""
+    prefix, suffix = _split_slot(pattern, slot)
+    lit = prefix.strip(_WS)
+    pre = re.compile(r"\s*" + _lit_regex(lit)) if lit else None
+    suf = suffix.strip(_WS)
+    alts = []
+    if suf:
+        alts.append("(?P<suf>" + _lit_regex(suf) + ")")
+    stops = [re.escape(s) for s in sorted(set(extra_stops), key=len, reverse=True) if s]
+    if ends:
+        stops.append("[" + re.escape(ends) + "]")
+    if stops:
+        alts.append("(?P<stop>" + "|".join(stops) + ")")
+    suf_re = re.compile("|".join(alts)) if alts else re.compile(r"(?P<stop>\n)")
+    return lit, pre, suf_re, MarkerSet((m, "stop") for m in extra_stops if m)
+
+
 class _Header:
     """Matches ``prefix{slot}suffix`` at the start of a body, incrementally.
 
@@ -111,20 +132,7 @@ class _Header:
 
     def __init__(self, pattern: str, slot: str, ends: str = "", extra_stops: tuple[str, ...] = ()) -> None:
         self.prefix, self.suffix = _split_slot(pattern, slot)
-        lit = self.prefix.strip(_WS)
-        self._pre_lit = lit
-        self._pre = re.compile(r"\s*" + _lit_regex(lit)) if lit else None
-        suf = self.suffix.strip(_WS)
-        alts = []
-        if suf:
-            alts.append("(?P<suf>" + _lit_regex(suf) + ")")
-        stops = [re.escape(s) for s in sorted(set(extra_stops), key=len, reverse=True) if s]
-        if ends:
-            stops.append("[" + re.escape(ends) + "]")
-        if stops:
-            alts.append("(?P<stop>" + "|".join(stops) + ")")
-        self._suf = re.compile("|".join(alts)) if alts else re.compile(r"(?P<stop>\n)")
-        self._stops = MarkerSet((m, "stop") for m in extra_stops if m)
+        self._pre_lit, self._pre, self._suf, self._stops = _header_parts(pattern, slot, ends, extra_stops)
         self.buf = ""
         self.matched_suffix = False
 
@@ -160,6 +168,17 @@ class _Header:
 
 # -- json ---------------------------------------------------------------------------------------
 
+_DECODER = json.JSONDecoder()
+
+
+def _decode_complete(text: str, i: int) -> tuple[Any, int] | None:
+    """The JSON value starting at ``text[i]`` and where it ends, if it is complete and valid."""
+    try:
+        return _DECODER.raw_decode(text, i)
+    except ValueError:
+        return None
+
+
 class JsonBody(Body):
     """One JSON object per call, or a JSON array of them."""
 
@@ -179,6 +198,14 @@ class JsonBody(Body):
             first = text[i]
             arr = self.spec.array
             if (first == "{" and arr != "require") or (first == "[" and arr != "never"):
+                fast = _decode_complete(text, i)
+                if fast is not None:  # the whole value is here: let the C decoder find its end
+                    value, j = fast
+                    calls = self._calls_from(value)
+                    if calls is None:
+                        return self._reject("JSON is not a call (no name or arguments)", j)
+                    self.calls = calls
+                    return "done", j
                 self.scanner = BalancedScanner("{[", (('"', '"', True),), self.stops)
                 pos = i
             else:
@@ -372,6 +399,11 @@ class NameJsonBody(Body):
                     return "more", i
                 if text[i] != "{":
                     return self._reject(f"arguments start with {text[i]!r}", i)
+                fast = _decode_complete(text, i) if s.flavor == "json" else None
+                if fast is not None and isinstance(fast[0], dict):
+                    self.calls = [ParsedCall(self.name or "", fast[0], self.cid)]
+                    self.phase = "trailer"
+                    return self._after_args(text, fast[1], final)
                 if s.flavor == "relaxed":
                     strings: tuple[tuple[str, str, bool], ...] = (
                         *((a, b, False) for a, b in s.string_delims), ('"', '"', True))
@@ -407,9 +439,12 @@ class NameJsonBody(Body):
             self.calls = [call]
             self.phase = "trailer"
             pos = j
-            if self._trailer is None:
-                return "done", pos
-        # optional trailer (e.g. a closing code fence)
+        return self._after_args(text, pos, final)
+
+    def _after_args(self, text: str, pos: int, final: bool) -> tuple[Status, int]:
+        """The optional trailer (e.g. a closing code fence) after the arguments."""
+        if self._trailer is None:
+            return "done", pos
         i = pos
         while i < len(text) and text[i] in _WS:
             i += 1

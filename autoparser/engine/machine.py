@@ -91,15 +91,16 @@ class _Compiled:
             self.body_stops = MarkerSet([(m, "c_close") for m in t.call_close]
                                         + [(m, "s_close") for m in t.section_close])
             self.header_stops = tuple(t.section_open)
+            eot = [(m, "eot") for m in p.strip]
             self.between = MarkerSet([(m, "s_close") for m in t.section_close]
-                                     + [(m, "s_open") for m in t.section_open]
+                                     + [(m, "s_open") for m in t.section_open] + eot
                                      + [(m, "c_open") for m in t.call_open]
                                      + [(m, "c_close") for m in t.call_close]
                                      + [(m, "sep") for m in t.separators]
                                      + look)
             self.after = MarkerSet([(m, "c_close") for m in t.call_close]
                                    + [(m, "s_close") for m in t.section_close]
-                                   + [(m, "s_open") for m in t.section_open]
+                                   + [(m, "s_open") for m in t.section_open] + eot
                                    + [(m, "c_open") for m in t.call_open]
                                    + look)
             self.skip_section = MarkerSet([(m, "end") for m in t.section_close])
@@ -478,7 +479,9 @@ class Parser:
         if r is True and not final:
             return k
         if isinstance(r, Match):
-            if r.kind == "s_open":
+            if r.kind in ("s_open", "eot"):  # the turn (or a new section) begins: this one is over
+                if r.kind == "eot" and not rg.emitted:
+                    return self._reject(rg, w, k, truncated=True, reason="tool-call marker at the end of the turn")
                 self._end_region()
                 return k
             rg.raw.append(r.marker)
@@ -569,7 +572,10 @@ class Parser:
                                 self._at(k))
                 self._end_region()
                 return r.end
-            if r.kind == "s_open":
+            if r.kind in ("s_open", "eot"):
+                if r.kind == "eot" and rg.call_open_used and t.call_close:
+                    self._issue("missing_end_marker", "tool call was not closed before the end of the turn",
+                                self._at(k))
                 self._end_region()
                 return k
             if r.kind == "look":

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Literal
 
 from .markers import MarkerSet
@@ -23,6 +24,22 @@ __all__ = ["BalancedScanner", "ScanStatus"]
 ScanStatus = Literal["done", "stop", "more", "error"]
 
 _PAIRS = {"}": "{", "]": "[", ")": "("}
+
+_Compiled = tuple[str, str, tuple[tuple[str, str, bool], ...], MarkerSet, "re.Pattern[str]",
+                  dict[int, "re.Pattern[str]"]]
+
+
+@lru_cache(maxsize=256)
+def _compiled(brackets: str, strings: tuple[tuple[str, str, bool], ...],
+              stops: tuple[str, ...]) -> _Compiled:
+    """Regexes and marker sets for one scanner shape, built once (a scanner is made per call)."""
+    closers = "".join(c for c, o in _PAIRS.items() if o in brackets)
+    tokens = MarkerSet([(s[0], "string") for s in strings] + [(m, "stop") for m in stops])
+    alts = [re.escape(s[0]) for s in sorted(strings, key=lambda s: -len(s[0]))]
+    alts += [re.escape(m) for m in stops]
+    alts.append("[" + re.escape(brackets + closers) + "]")
+    str_re = {i: re.compile(re.escape(c) + (r"|\\" if esc else "")) for i, (_o, c, esc) in enumerate(strings)}
+    return brackets, closers, strings, tokens, re.compile("|".join(alts)), str_re
 
 
 class BalancedScanner:
@@ -37,20 +54,8 @@ class BalancedScanner:
         strings: Sequence[tuple[str, str, bool]] = (('"', '"', True),),
         stops: MarkerSet | None = None,
     ) -> None:
-        self._brackets = brackets
-        self._closers = "".join(c for c, o in _PAIRS.items() if o in brackets)
-        self._strings = tuple(strings)
-        self._tokens = MarkerSet(
-            [(s[0], "string") for s in strings] + [(m, "stop") for m in (stops.markers if stops else ())]
-        )
-        alts = [re.escape(s[0]) for s in sorted(strings, key=lambda s: -len(s[0]))]
-        if stops:
-            alts += [re.escape(m) for m in stops.markers]
-        alts.append("[" + re.escape(brackets + self._closers) + "]")
-        self._out_re = re.compile("|".join(alts))
-        self._str_re: dict[int, re.Pattern[str]] = {}
-        for i, (_o, c, esc) in enumerate(strings):
-            self._str_re[i] = re.compile(re.escape(c) + (r"|\\" if esc else ""))
+        c = _compiled(brackets, tuple(strings), stops.markers if stops else ())
+        self._brackets, self._closers, self._strings, self._tokens, self._out_re, self._str_re = c
         self._in: int | None = None
         self._str_close = ""
         self._esc = False

@@ -89,14 +89,14 @@ _MAX_STRING = 64 << 20  # a sanity bound: a corrupt length must not make us allo
 def _read(fh: BinaryIO, n: int) -> bytes:
     data = fh.read(n)
     if len(data) != n:
-        raise LiveError("truncated GGUF header")
+        raise ValueError("truncated")
     return data
 
 
 def _read_string(fh: BinaryIO) -> str:
     (length,) = struct.unpack("<Q", _read(fh, 8))
     if length > _MAX_STRING:
-        raise LiveError(f"implausible GGUF string length {length}")
+        raise ValueError(f"implausible string length {length}")
     return _read(fh, length).decode("utf-8", errors="replace")
 
 
@@ -115,16 +115,22 @@ def _read_value(fh: BinaryIO, vtype: int, keep: bool) -> object:
             return None
         items = [_read_value(fh, itype, keep) for _ in range(count)]
         return items if keep else None
-    raise LiveError(f"unknown GGUF value type {vtype}")
+    raise ValueError(f"unknown value type {vtype}")
 
 
 def read_gguf_metadata(path: str | Path, keys: Iterable[str] | None = None) -> dict[str, object]:
     """Read the GGUF key/value header; with ``keys``, return only those (arrays elsewhere are skipped).
 
     Only the header is read, so this is fast even on large files. GGUF v1 (32-bit counts) is
-    rejected: no current writer produces it.
+    rejected: no current writer produces it. A corrupt header raises :class:`LiveError`.
     """
-    wanted = set(keys) if keys is not None else None
+    try:
+        return _read_metadata(path, set(keys) if keys is not None else None)
+    except (OSError, OverflowError, ValueError, struct.error) as exc:  # corrupt counts / offsets
+        raise LiveError(f"{path}: unreadable GGUF header ({exc})") from exc
+
+
+def _read_metadata(path: str | Path, wanted: set[str] | None) -> dict[str, object]:
     out: dict[str, object] = {}
     with open(path, "rb") as fh:
         if fh.read(4) != _GGUF_MAGIC:

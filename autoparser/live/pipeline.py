@@ -148,6 +148,11 @@ def _check_model_path(path: Path) -> None:
         return
     if not is_gguf(path):
         raise LiveError(f"{path} is not a loadable model: expected a .gguf file or an OpenVINO IR directory")
+    # GenAI 2026.4.1 crashes the whole process (SIGSEGV) on some corrupt GGUF headers, so the
+    # header is parsed here first; a file that passes but still fails to load raises normally.
+    meta = read_gguf_metadata(path)
+    if "general.architecture" not in meta:
+        raise LiveError(f"{path} is not a loadable model: its GGUF header has no general.architecture")
 
 
 def _template_from_files(path: Path) -> tuple[str, str]:
@@ -183,7 +188,7 @@ def load_pipeline(
     ov = require_openvino()
     try:
         pipe = ov.LLMPipeline(str(model), device, **pipeline_options)
-    except RuntimeError as exc:  # GenAI reports load failures as RuntimeError with a C++ trace
+    except (RuntimeError, IndexError, ValueError) as exc:  # C++ exceptions surface as these
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise LiveError(f"OpenVINO GenAI could not load {model} on {device}: {first}") from exc
     tok = pipe.get_tokenizer()

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from autoparser.events import Event
-from autoparser.live._base import require_openvino
+from autoparser.live._base import LiveError, require_openvino
 from autoparser.live.pipeline import LivePipeline
 from autoparser.live.structured import build_structured_output
 from autoparser.result import Result
@@ -148,6 +148,7 @@ def _config(ov: Any, generation_config: Any) -> tuple[Any, Callable[[], None]]:
         spec = fields.pop("structured_output", None)
         fields.setdefault("max_new_tokens", DEFAULT_MAX_NEW_TOKENS)
         fields["apply_chat_template"] = False
+        _check_fields(ov, fields)
         cfg = ov.GenerationConfig(**fields)
         if spec is not None:
             cfg.structured_output_config = build_structured_output(spec)
@@ -159,6 +160,17 @@ def _config(ov: Any, generation_config: Any) -> tuple[Any, Callable[[], None]]:
         generation_config.apply_chat_template = previous
 
     return generation_config, restore
+
+
+def _check_fields(ov: Any, fields: Mapping[str, Any]) -> None:
+    """Reject misspelt options: GenAI 2026.4.1 accepts unknown GenerationConfig keywords silently."""
+    probe = ov.GenerationConfig()
+    known = {n for n in dir(probe) if not n.startswith("_") and not callable(getattr(probe, n))}
+    unknown = sorted(set(fields) - known)
+    if unknown:
+        raise LiveError(
+            f"unknown generation option(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}"
+        )
 
 
 def _finish(results: Any) -> tuple[str | None, str | None, int | None]:
