@@ -8,6 +8,7 @@ several dialects through the parser in small chunks, the way an engine would del
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import TextIO
 
 __all__ = ["SAMPLES", "run_demo"]
@@ -49,7 +50,7 @@ def _offline(out: TextIO, chunk: int = 7) -> int:
     return 0
 
 
-def _merged(events: list[object]) -> list[str]:
+def _merged(events: Sequence[object]) -> list[str]:
     from .events import ContentDelta, ReasoningDelta, ToolCallArgsDelta
 
     lines: list[str] = []

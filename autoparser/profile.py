@@ -27,12 +27,12 @@ if TYPE_CHECKING:
 
 __all__ = [
     "PROFILE_VERSION",
-    "json_schema",
     "CodecSpec",
     "MessagesSpec",
     "Profile",
     "ReasoningSpec",
     "ToolSpec",
+    "json_schema",
 ]
 
 PROFILE_VERSION = 1

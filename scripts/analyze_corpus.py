@@ -19,7 +19,6 @@ import re
 import statistics
 import sys
 import time
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -102,10 +101,13 @@ def main() -> int:
     a = ap.parse_args()
     shared = Path(a.shared)
     tdir = shared / "templates"
-    rows = list(csv.DictReader(open(tdir / "EXPECTED.tsv", encoding="utf-8"), delimiter="\t"))
-    sources = {r["file"]: r for r in csv.DictReader(open(tdir / "SOURCES.tsv", encoding="utf-8"),
-                                                     delimiter="\t")}
-    cases = json.load(open(shared / "conformance" / "peer-cases.json", encoding="utf-8"))
+    def tsv(name: str) -> list[dict[str, str]]:
+        with open(tdir / name, encoding="utf-8") as fh:
+            return list(csv.DictReader(fh, delimiter="\t"))
+
+    rows = tsv("EXPECTED.tsv")
+    sources = {r["file"]: r for r in tsv("SOURCES.tsv")}
+    cases = json.loads((shared / "conformance" / "peer-cases.json").read_text(encoding="utf-8"))
     by_dialect: dict[str, list[dict[str, Any]]] = {}
     for c in cases:
         by_dialect.setdefault(c["dialect"], []).append(c)
@@ -200,7 +202,7 @@ def _markdown(s: dict[str, Any], out: list[dict[str, Any]]) -> str:
               f"- templates whose expected format is a peer-case dialect: {s['peer_dialect_templates']}; "
               f"derived profile parses >= 90% of that dialect's peer vectors: **{s['peer_dialect_correct']}** "
               f"({s['peer_dialect_rate']:.0%})" if s["peer_dialect_rate"] is not None else "",
-              f"- per dialect (correct/templates): "
+              "- per dialect (correct/templates): "
               + ", ".join(f"{k} {v}" for k, v in s["per_dialect"].items()),
               f"- templates without tool calls (EXPECTED `none`) that derive \"no tool calls\": "
               f"{s['no_tool_correct']}/{s['no_tool_templates']}",

@@ -49,9 +49,8 @@ def analyze_detailed(chat_template: str, bos_token: str | None = None, eos_token
     pr = Prober(chat_template, bos_token, eos_token)
     f = Findings()
     tools = tools_for()
-    if not find_content(pr, f, tools):
-        if find_content(pr, f, None):
-            tools = []
+    if not find_content(pr, f, tools) and find_content(pr, f, None):
+        tools = []
     find_reasoning(pr, f, tools or None)
     find_tools(pr, f)
     if eos_token and eos_token not in f.strip and not eos_token.isspace():

@@ -104,7 +104,7 @@ def _summary(out: TextIO, src: Any, an: Any) -> None:
 def _explain(out: TextIO, an: Any) -> None:
     out.write("  probes (what the template wrote for each assistant turn)\n")
     for p in an.findings.probes:
-        body = p.error and f"ERROR {p.error}" or repr(p.span)
+        body = (p.error and f"ERROR {p.error}") or repr(p.span)
         out.write(f"    {p.label:38} {body[:200]}\n")
         if p.prompt_tail:
             out.write(f"    {'':38} (generation prompt adds {p.prompt_tail[:80]!r})\n")

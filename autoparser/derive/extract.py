@@ -7,9 +7,11 @@ markers are whatever the template wrote around the sentinels.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
+import unicodedata
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -66,9 +68,9 @@ def find_content(pr: Prober, f: Findings, tools: list[dict[str, Any]] | None) ->
         return False
     i = p.span.index(CONTENT)
     f.content_pre, f.content_post = p.span[:i], p.span[i + len(CONTENT):]
-    eot = marker_tokens(f.content_post)
-    f.strip.extend(eot)
     wrap = marker_tokens(f.content_pre)
+    eot = _end_markers(f.content_post, wrap[-1] if wrap else "")
+    f.strip.extend(eot)
     if wrap:
         f.strip.extend(wrap)
         f.evidence.append(f"content: written after {f.content_pre!r} (stripped, unless reasoning markers)")
@@ -77,12 +79,32 @@ def find_content(pr: Prober, f: Findings, tools: list[dict[str, Any]] | None) ->
     return True
 
 
+def _end_markers(post: str, wrapper: str) -> list[str]:
+    """The markers that end a plain assistant message: the first token after the content (the
+    model stops there; what the template writes after it frames the next turn and is never
+    generated), split into its glued tags, and a content wrapper's closing form split off it."""
+    first = first_token(post)
+    if not first:
+        return []
+    toks = marker_tokens(first)
+    if len(toks) == 1 and wrapper:
+        for k in range(len(first) - 1, 0, -1):
+            if pairs_with(wrapper, first[:k]):
+                return [first[:k], *marker_tokens(first[k:])]
+    if len(toks) == 1:
+        lead = re.match(r"(?:<[^<>\s]+>|\[[^\[\]\s]+\])+", first)
+        if lead and lead.end() < len(first):
+            return marker_tokens(lead.group())
+    return toks
+
+
 # -- reasoning ------------------------------------------------------------------------------------
 
 def find_reasoning(pr: Prober, f: Findings, tools: list[dict[str, Any]] | None) -> None:
     msg = {"role": "assistant", "content": CONTENT, "reasoning_content": REASONING}
     span_probe: Probe | None = None
-    for kw in ({}, {"enable_thinking": True}, {"thinking": True}):
+    switches: tuple[dict[str, Any], ...] = ({}, {"enable_thinking": True}, {"thinking": True})
+    for kw in switches:
         p = pr.turn("reasoning" + (f" {kw}" if kw else ""), msg, tools=tools, **kw)
         f.probes.append(p)
         if p.span is not None and REASONING in p.span and CONTENT in p.span:
@@ -138,7 +160,10 @@ def find_reasoning(pr: Prober, f: Findings, tools: list[dict[str, Any]] | None) 
         if not close_m and dflt is not None:
             tail = last_tag(dflt)
             guess = _closing_form(tail)
-            if guess and tail not in f.content_pre and re.fullmatch(r"<[A-Za-z_][\w:-]*>", tail):
+            # an opened block is the last thing the prompt writes; a tag earlier in the prompt, or
+            # one that history renders around content too, is turn markup
+            if guess and tail not in f.content_pre and tail not in f.content_post \
+                    and dflt.rstrip(_WS).endswith(tail) and re.fullmatch(r"<[A-Za-z_][\w:-]*>", tail):
                 open_m, close_m = tail, guess
                 how = (f"the generation prompt ends with {tail!r}, which history renders never show; "
                        f"assumed its closing form {guess!r} (not confirmed by any render)")
@@ -150,10 +175,9 @@ def find_reasoning(pr: Prober, f: Findings, tools: list[dict[str, Any]] | None) 
         open_m = ""
     start = "explicit"
     dflt = prompts["default"] or ""
-    if open_m and dflt.rstrip(_WS).endswith(open_m):
-        start = "prefilled"
-    elif not open_m and span_probe is not None and span_probe.span is not None \
-            and span_probe.span.index(REASONING) < 2:
+    opened_by_prompt = (not open_m and span_probe is not None and span_probe.span is not None
+                        and span_probe.span.index(REASONING) < 2)
+    if (open_m and dflt.rstrip(_WS).endswith(open_m)) or opened_by_prompt:
         start = "prefilled"
     switchable = prompts["on"] is not None and prompts["off"] is not None and prompts["on"] != prompts["off"]
     opens: tuple[str, ...] = (open_m,) if open_m else ()
@@ -279,8 +303,11 @@ def _markers(a: str, z: str, m: str | None, f: Findings,
     close = close[: len(close.rstrip(_WS))]
     opn = common_suffix(a, m)
     opn = opn[len(opn) - len(opn.lstrip(_WS)):]
-    if len(close) + len(opn) > len(m):  # overlapping: the middle is all separator
-        close = opn = ""
+    if len(close) + len(opn) > len(m):
+        # overlapping: the close and the next open share characters ('{{/x}}{{#x ', '‹/x›‹x›');
+        # cut where the close's brackets balance, else the middle is all separator
+        k = _balanced_cut(m, len(m) - len(opn), len(close))
+        close, opn = (m[:k], m[k:]) if k > 0 else ("", "")
     sep = m[len(close): len(m) - len(opn)]
     if name_in_header:
         call_open, header_prefix = split_open_header(opn)
@@ -296,10 +323,38 @@ def _markers(a: str, z: str, m: str | None, f: Findings,
     return out
 
 
+def _bracket_step(c: str) -> int:
+    """+1 for an opening bracket (any Unicode open punctuation or initial quote, or '<'), -1 for a
+    closing one, 0 otherwise."""
+    if c == "<":
+        return 1
+    if c == ">":
+        return -1
+    cat = unicodedata.category(c)
+    return 1 if cat in ("Ps", "Pi") else -1 if cat in ("Pe", "Pf") else 0
+
+
+def _balanced_cut(m: str, lo: int, hi: int) -> int:
+    """The one cut ``k`` in ``[lo, hi]`` after which ``m[:k]`` is a non-empty, bracket-balanced run
+    of markup (it opens at least one bracket and closes all it opened); 0 when none or several."""
+    found = []
+    for k in range(max(lo, 1), hi + 1):
+        depth, opened, ok = 0, False, True
+        for c in m[:k]:
+            depth += _bracket_step(c)
+            opened = opened or depth > 0
+            if depth < 0:
+                ok = False
+                break
+        if ok and opened and depth == 0 and m[:k].strip(_WS) == m[:k]:
+            found.append(k)
+    return found[0] if len(found) == 1 else 0
+
+
 def _spec(mk: dict[str, Any], codec: CodecSpec, f: Findings) -> ToolSpec:
     sec = mk["section_open"]
     tags = re.findall(r"<[^<>\s]+>|\[[^\[\]\s]+\]", sec)
-    for x, y in zip(tags, tags[1:], strict=False):
+    for x, y in itertools.pairwise(tags):
         if pairs_with(x, y) and sec.find(x + y) >= 0 and len(tags) > 2:
             # an empty open/close pair written before the calls: an (empty) reasoning block
             sec = sec.replace(x + y, "", 1).strip(_WS)
@@ -410,7 +465,7 @@ def _json_codec(b1: str, b2: str | None, f: Findings) -> ToolSpec | None:
     codec = CodecSpec(kind="json", name_keys=(name_key,) if name_key else ("name",),
                       args_keys=(args_key,) if args_key else ("arguments",),
                       id_keys=(id_key,) if id_key else ("id",), function_key=function_key,
-                      array="allow" if array == "allow" else "allow", name_as_key=name_as_key)
+                      array="allow", name_as_key=name_as_key)
     a, z = b1[:a_start], b1[a_end:]
     m = None
     if b2 is not None:

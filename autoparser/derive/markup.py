@@ -10,8 +10,15 @@ from __future__ import annotations
 import os
 import re
 
-__all__ = ["common_prefix", "common_suffix", "last_token", "first_token", "split_open_header",
-           "tokens", "pairs_with"]
+__all__ = [
+    "common_prefix",
+    "common_suffix",
+    "first_token",
+    "last_token",
+    "pairs_with",
+    "split_open_header",
+    "tokens",
+]
 
 _WS = " \t\r\n"
 

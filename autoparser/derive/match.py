@@ -46,10 +46,10 @@ def _score(d: Profile, b: Profile) -> int:
             if dk[0] == "json" and dk[3] != bk[3] and not (set(d.tools.codec.args_keys) & set(c.args_keys)
                                                            and set(d.tools.codec.name_keys) & set(c.name_keys)):
                 continue
-            if dk[0] in ("name_json", "tagged") and (dk[1] != bk[1] or dk[2] != bk[2]):
-                # a header may carry what the builtin puts in its call marker
-                if not (dk[1].endswith(bk[1]) or bk[1].endswith(dk[1])) or dk[2] != bk[2]:
-                    continue
+            # a header may carry what the builtin puts in its call marker
+            if dk[0] in ("name_json", "tagged") and (dk[1] != bk[1] or dk[2] != bk[2]) and (
+                    not (dk[1].endswith(bk[1]) or bk[1].endswith(dk[1])) or dk[2] != bk[2]):
+                continue
             ok = True
         if not ok:
             return -1

@@ -16,14 +16,15 @@ from typing import Any
 from ..profile import Profile
 from .probes import USER, Prober, call
 
-__all__ = ["CheckResult", "self_check", "CHECK_TOOLS"]
+__all__ = ["CHECK_TOOLS", "CheckResult", "self_check"]
 
 _PARAMS = {"type": "object", "properties": {
     "text": {"type": "string"}, "count": {"type": "integer"}, "ratio": {"type": "number"},
     "flag": {"type": "boolean"}, "opts": {"type": "object"}, "tags": {"type": "array"}},
     "required": ["text"]}
-CHECK_TOOLS = [{"type": "function", "function": {"name": n, "description": "check tool", "parameters": _PARAMS}}
-               for n in ("get_weather", "roll_back_release", "search-db.v2", "write_file")]
+CHECK_TOOLS: list[dict[str, Any]] = [
+    {"type": "function", "function": {"name": n, "description": "check tool", "parameters": _PARAMS}}
+    for n in ("get_weather", "roll_back_release", "search-db.v2", "write_file")]
 
 _STRINGS = ["Paris", "Tōkyō \"central\"", "line1\nline2", "a { b } [c]", "C:\\temp\\x.txt",
             "50% of <b>bold</b>", "emoji 🎉 ok", "tabs\tand  spaces", "semi; colon, comma",
@@ -81,7 +82,7 @@ def self_check(pr: Prober, prof: Profile, *, n: int = 10, seed: int = 7,
             k = 1 + (i % 3)
             calls = []
             for j in range(k):
-                name = CHECK_TOOLS[rng.randrange(len(CHECK_TOOLS))]["function"]["name"]
+                name = str(CHECK_TOOLS[rng.randrange(len(CHECK_TOOLS))]["function"]["name"])
                 args = _args(rng, rich=prof.tools.codec.kind in ("json", "name_json", "pythonic"))
                 calls.append(call(str(name), args, j + 1, as_string))
                 want_calls.append({"name": name, "arguments": args})

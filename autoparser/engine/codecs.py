@@ -320,9 +320,9 @@ class NameJsonBody(Body):
         self.id_header: _Header | None = None
         if "{call_id}" in header:
             # a native call id written after the name (Mistral v13: NAME[CALL_ID]ID[ARGS]); optional
-            k = header.index("{call_id}")
-            rest = header[k:]
-            header = header[:k]
+            cut = header.index("{call_id}")
+            rest = header[cut:]
+            header = header[:cut]
             after = rest[len("{call_id}"):].strip(_WS)
             self.id_header = _Header(rest, "{call_id}", ends="{")
             self._id_stops: tuple[str, ...] = (after,) if after else ()
