@@ -135,6 +135,9 @@ def main() -> int:
             derived=describe(prof), self_check=f"{an.check.passed}/{an.check.rendered}",
             self_check_rate=round(an.check.rate, 3), has_tools=prof.tools is not None,
             profile=prof.wire_format(), evidence=list(prof.evidence))
+        exp_close = (row.get("reasoning_close") or "").strip()
+        got_close = set(prof.reasoning.close) if prof.reasoning else set()
+        rec["reasoning_agrees"] = (exp_close in got_close) if exp_close else None
         if exp in PEER_DIALECTS:
             okn, fails = run_vectors(prof, by_dialect.get(exp, []))
             n = len(by_dialect.get(exp, []))
@@ -143,6 +146,10 @@ def main() -> int:
             builtin = autoparser.get_profile(exp)
             rec["agrees"] = prof.name == exp or (_score(prof, builtin) > 0 and prof.tools is not None)
             rec["correct"] = bool(n) and okn / n >= 0.9
+            # with known=True a matched dialect brings the rules no template shows
+            kp = autoparser.analyze(text, src.get("bos") or None, src.get("eos") or None, known=True)
+            okk, _ = run_vectors(kp, by_dialect.get(exp, []))
+            rec.update(known_peer_pass=okk, known_correct=bool(n) and okk / n >= 0.9)
         elif exp == "none":
             rec["agrees"] = prof.tools is None
             rec["correct"] = rec["agrees"]
@@ -172,6 +179,17 @@ def _summary(out: list[dict[str, Any]], total: float) -> dict[str, Any]:
     none = [r for r in out if r["expected"] == "none"]
     times = [r["seconds"] for r in out if "seconds" in r]
     wrong_high = [r["file"] for r in out if r.get("correct") is False and r.get("confidence", 0) >= 0.9]
+    # a wrong wire format: tools where the label says none (or none where it says some), a tool
+    # format that is not the labelled dialect's, or reasoning markers that are not the labelled ones
+    def wrong_format(r: dict[str, Any]) -> bool:
+        if "error" in r:
+            return False
+        if r["expected"] == "none":
+            return bool(r.get("has_tools"))
+        if r["expected"] in PEER_DIALECTS and (not r.get("has_tools") or not r.get("agrees")):
+            return True
+        return r.get("reasoning_agrees") is False
+    wrong_fmt = [r for r in out if wrong_format(r)]
     by_dialect: dict[str, list[int]] = {}
     for r in peer:
         d = by_dialect.setdefault(r["expected"], [0, 0])
@@ -187,6 +205,9 @@ def _summary(out: list[dict[str, Any]], total: float) -> dict[str, Any]:
         "no_tool_correct": sum(1 for r in none if r.get("correct")),
         "errors": sum(1 for r in out if "error" in r),
         "wrong_with_confidence_ge_0.9": wrong_high,
+        "wrong_format": len(wrong_fmt),
+        "wrong_format_with_confidence_ge_0.9": [r["file"] for r in wrong_fmt if r.get("confidence", 0) >= 0.9],
+        "known_true_correct": sum(1 for r in peer if r.get("known_correct")),
         "analysis_seconds_p50": round(statistics.median(times), 4) if times else None,
         "analysis_seconds_p95": round(sorted(times)[int(0.95 * (len(times) - 1))], 4) if times else None,
         "analysis_seconds_total": round(total, 2),
@@ -206,7 +227,15 @@ def _markdown(s: dict[str, Any], out: list[dict[str, Any]]) -> str:
               + ", ".join(f"{k} {v}" for k, v in s["per_dialect"].items()),
               f"- templates without tool calls (EXPECTED `none`) that derive \"no tool calls\": "
               f"{s['no_tool_correct']}/{s['no_tool_templates']}",
-              f"- wrong derivations with confidence >= 0.9: {len(s['wrong_with_confidence_ge_0.9'])}"
+              f"- with `known=True` (a matched dialect adds its recovery rules): "
+              f"{s['known_true_correct']}/{s['peer_dialect_templates']} parse >= 90% of the peer vectors",
+              f"- derivations whose wire format contradicts EXPECTED.tsv (tools, tool format or reasoning "
+              f"markers): {s['wrong_format']}; of those with confidence >= 0.9: "
+              f"{len(s['wrong_format_with_confidence_ge_0.9'])}"
+              + (f" ({', '.join(s['wrong_format_with_confidence_ge_0.9'])})"
+                 if s["wrong_format_with_confidence_ge_0.9"] else ""),
+              f"- derivations below 90% of their dialect's peer vectors with confidence >= 0.9: "
+              f"{len(s['wrong_with_confidence_ge_0.9'])}"
               + (f" ({', '.join(s['wrong_with_confidence_ge_0.9'])})" if s["wrong_with_confidence_ge_0.9"] else ""),
               f"- analysis time per template: p50 {s['analysis_seconds_p50'] * 1000:.0f} ms, "
               f"p95 {s['analysis_seconds_p95'] * 1000:.0f} ms; whole corpus {s['analysis_seconds_total']} s "

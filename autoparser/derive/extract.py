@@ -72,7 +72,7 @@ def find_content(pr: Prober, f: Findings, tools: list[dict[str, Any]] | None) ->
     eot = _end_markers(f.content_post, wrap[-1] if wrap else "")
     f.strip.extend(eot)
     if wrap:
-        f.strip.extend(wrap)
+        f.strip.extend(_prose_safe(wrap, f.content_pre))
         f.evidence.append(f"content: written after {f.content_pre!r} (stripped, unless reasoning markers)")
     f.say("end_of_turn", 0.95 if eot else 0.8,
           f"text after the content: {f.content_post!r}" if eot else "nothing follows the content")
@@ -80,22 +80,40 @@ def find_content(pr: Prober, f: Findings, tools: list[dict[str, Any]] | None) ->
 
 
 def _end_markers(post: str, wrapper: str) -> list[str]:
-    """The markers that end a plain assistant message: the first token after the content (the
-    model stops there; what the template writes after it frames the next turn and is never
-    generated), split into its glued tags, and a content wrapper's closing form split off it."""
-    first = first_token(post)
-    if not first:
-        return []
-    toks = marker_tokens(first)
-    if len(toks) == 1 and wrapper:
+    """The markers that end a plain assistant message, to strip from output.
+
+    Tokens that look like markup are stripped wherever they occur. Plain words and punctuation
+    runs (``over``, ``###``, ``Response:``) are prose too, so they are stripped only as part of
+    the whole end-of-turn text. A content wrapper's closing form glued to the end of turn
+    (``</say><|end|>``, ``‹/answer›‹/turn›``) is split off it.
+    """
+    toks = marker_tokens(post)
+    if toks and wrapper and len(marker_tokens(toks[0])) == 1:
+        first = toks[0]
         for k in range(len(first) - 1, 0, -1):
             if pairs_with(wrapper, first[:k]):
-                return [first[:k], *marker_tokens(first[k:])]
-    if len(toks) == 1:
-        lead = re.match(r"(?:<[^<>\s]+>|\[[^\[\]\s]+\])+", first)
-        if lead and lead.end() < len(first):
-            return marker_tokens(lead.group())
-    return toks
+                toks[:1] = [first[:k], first[k:]]
+                break
+    return _prose_safe(toks, post)
+
+
+def _prose_safe(toks: list[str], text: str) -> list[str]:
+    """The markup tokens of ``text``, plus the whole of it when some tokens were prose."""
+    out = [t for t in toks if _is_markup(t)]
+    whole = text.strip(_WS)
+    if len(out) < len(toks) and whole not in out:
+        out.append(whole)
+    return out
+
+
+def _is_markup(tok: str) -> bool:
+    """Whether a token looks like a marker: a symbol (emoji), or a word inside brackets or bars.
+    Bare words and bare bracket runs (``{``, ``]]``) are prose and JSON."""
+    cats = [unicodedata.category(c) for c in tok]
+    if "So" in cats:
+        return True
+    bracket = any(c in "<>[]{}|" or k in ("Ps", "Pe", "Pi", "Pf") for c, k in zip(tok, cats, strict=True))
+    return bracket and any(c.isalnum() for c in tok)
 
 
 # -- reasoning ------------------------------------------------------------------------------------
@@ -103,11 +121,16 @@ def _end_markers(post: str, wrapper: str) -> list[str]:
 def find_reasoning(pr: Prober, f: Findings, tools: list[dict[str, Any]] | None) -> None:
     msg = {"role": "assistant", "content": CONTENT, "reasoning_content": REASONING}
     span_probe: Probe | None = None
-    switches: tuple[dict[str, Any], ...] = ({}, {"enable_thinking": True}, {"thinking": True})
-    for kw in switches:
-        p = pr.turn("reasoning" + (f" {kw}" if kw else ""), msg, tools=tools, **kw)
+    blocks = {"role": "assistant", "content": [{"type": "thinking", "thinking": REASONING},
+                                               {"type": "text", "text": CONTENT}]}
+    switches: tuple[tuple[dict[str, Any], dict[str, Any]], ...] = (
+        (msg, {}), (msg, {"enable_thinking": True}), (msg, {"thinking": True}), (blocks, {}))
+    for m, kw in switches:
+        label = "reasoning" + (f" {kw}" if kw else "") + (" (content blocks)" if m is blocks else "")
+        p = pr.turn(label, m, tools=tools, **kw)
         f.probes.append(p)
-        if p.span is not None and REASONING in p.span and CONTENT in p.span:
+        printed_data = p.span is not None and ("'type'" in p.span or '"type"' in p.span)
+        if p.span is not None and REASONING in p.span and CONTENT in p.span and not printed_data:
             span_probe = p
             break
     prompts: dict[str, str | None] = {"default": _after_user(pr.prompt(tools))}
@@ -154,6 +177,9 @@ def find_reasoning(pr: Prober, f: Findings, tools: list[dict[str, Any]] | None) 
             elif len(ta) == 1 and not tb:
                 open_m = ta[0]
                 close_m = _closing_form(open_m)
+            elif len(ta) == 1 and len(tb) == 1 and pairs_with(ta[0], tb[0]):
+                # on: the prompt opens the block; off: it writes the close (the block is skipped)
+                open_m, close_m = ta[0], tb[0]
             if close_m:
                 how = (f"the template drops reasoning from history; enable_thinking changes the "
                        f"generation prompt by {a!r} / {b!r}")

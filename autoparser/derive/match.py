@@ -8,6 +8,7 @@ codec and codec patterns agree after whitespace is normalised.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from ..profile import Profile, ToolSpec
 
@@ -38,7 +39,12 @@ def _score(d: Profile, b: Profile) -> int:
         codecs = [b.tools.codec, *([b.tools.alt_codec] if b.tools.alt_codec else [])]
         dk = _tool_fp(d.tools)
         ok = False
+        variants = []
         for c in codecs:
+            variants.append(c)
+            if "{call_id}" in c.header:  # the call id is optional in such headers
+                variants.append(replace(c, header=re.sub(r"\{name\}.*\{call_id\}", "{name}", c.header)))
+        for c in variants:
             bt = ToolSpec(codec=c)
             bk = _tool_fp(bt)
             if dk[0] != bk[0]:
