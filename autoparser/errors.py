@@ -11,6 +11,7 @@ __all__ = [
     "OptionError",
     "ParseError",
     "ProfileError",
+    "SourceError",
     "TemplateError",
     "UnknownDialectError",
 ]
@@ -59,3 +60,17 @@ class ParseError(AutoparserError, ValueError):
 
 class TemplateError(AutoparserError):
     """A chat template could not be loaded or rendered safely (sandbox, time or size limits)."""
+
+
+class SourceError(AutoparserError):
+    """A template source (file or directory) is missing, unreadable or malformed.
+
+    Deliberately not an ``OSError``: a truncated JSON file or a GGUF without a chat template is a
+    problem of the model files, and callers should catch it as one type together with the I/O cases.
+    ``path`` is the offending file; the message names it and says what is wrong with it.
+    """
+
+    def __init__(self, path: str, problem: str) -> None:
+        self.path = path
+        self.problem = problem
+        super().__init__(f"{path}: {problem}")

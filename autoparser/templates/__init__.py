@@ -9,8 +9,8 @@ gguf, openvino) are imported only when used.
 from __future__ import annotations
 
 from autoparser.templates.render import (
-    RenderLimits,
     Rendering,
+    RenderLimits,
     TemplateLimitExceeded,
     TemplateRaised,
     TemplateRenderer,

@@ -53,7 +53,7 @@ def plain_data(value: Any) -> Any:
 
 def prepare_messages(messages: Any) -> list[dict[Any, Any]]:
     """Messages as the template sees them: ``None`` values dropped, plain data, reasoning aliased."""
-    if isinstance(messages, Mapping) or isinstance(messages, (str, bytes)):
+    if isinstance(messages, (Mapping, str, bytes)):
         raise TypeError(f"messages must be a list of dicts, got {type(messages).__name__}")
     prepared: list[dict[Any, Any]] = []
     for message in plain_data(list(messages)):

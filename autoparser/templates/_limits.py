@@ -160,17 +160,14 @@ class Budget:
         return size
 
     def _size(self, value: object) -> int:
-        kind = type(value)
-        if kind is str or kind is bytes or kind is bytearray:
-            return len(value)  # type: ignore[arg-type]
-        if value is None or kind is bool:
-            return 5
-        if kind is int:
-            return value.bit_length() // 3 + 2  # type: ignore[attr-defined]
-        if kind is float:
-            return 24
-        if isinstance(value, (str, bytes)):
+        if isinstance(value, (str, bytes, bytearray)):
             return len(value)
+        if value is None or isinstance(value, bool):
+            return 5
+        if isinstance(value, int):
+            return value.bit_length() // 3 + 2
+        if isinstance(value, float):
+            return 24
         cached = self._sizes.get(id(value))
         if cached is not None and cached[1] is value:
             return cached[0]

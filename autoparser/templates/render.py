@@ -59,10 +59,9 @@ class TemplateRenderer:
             raise TypeError(f"a chat template must be a str, got {type(source).__name__}")
         self.limits = limits if limits is not None else RenderLimits()
         if len(source) > self.limits.max_source_chars:
-            raise TemplateLimitExceeded(
-                "source",
-                f"template source is {len(source):,} characters, over the limit of {self.limits.max_source_chars:,}",
-            )
+            limit = self.limits.max_source_chars
+            message = f"template source is {len(source):,} characters, over the limit of {limit:,}"
+            raise TemplateLimitExceeded("source", message)
         from autoparser.templates._sandbox import compile_template
 
         self.source = source

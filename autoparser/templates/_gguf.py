@@ -1,0 +1,110 @@
+"""Reading the chat template and special tokens out of a GGUF file with the ``gguf`` package.
+
+Values are read from ``GGUFReader`` fields through their documented layout (``parts`` indexed by
+``data``) rather than newer convenience methods, so older ``gguf`` releases work too. Only the
+tokens we need are decoded: the vocabulary can hold hundreds of thousands of entries.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from autoparser.errors import SourceError
+
+__all__ = ["GGUFContents", "read_gguf"]
+
+# llama.cpp token types (gguf.TokenType): CONTROL and USER_DEFINED are the special/added tokens.
+_CONTROL = 3
+_USER_DEFINED = 4
+
+
+class GGUFContents:
+    """What a GGUF file says about its chat template (plain data, no reader kept open)."""
+
+    def __init__(
+        self,
+        templates: dict[str, str],
+        bos_token: str | None,
+        eos_token: str | None,
+        special_tokens: tuple[str, ...],
+        model_id: str | None,
+    ) -> None:
+        self.templates = templates
+        self.bos_token = bos_token
+        self.eos_token = eos_token
+        self.special_tokens = special_tokens
+        self.model_id = model_id
+
+
+def _string(field: Any, index: int = 0) -> str:
+    return bytes(field.parts[field.data[index]]).decode("utf-8", errors="replace")
+
+
+def _integer(field: Any, index: int = 0) -> int:
+    return int(field.parts[field.data[index]][0])
+
+
+def read_gguf(path: Path) -> GGUFContents:
+    """Templates (``tokenizer.chat_template`` and ``tokenizer.chat_template.<name>``), bos/eos
+    strings (ids mapped through ``tokenizer.ggml.tokens``), CONTROL/USER_DEFINED tokens and
+    ``general.name``."""
+    try:
+        from gguf import GGUFReader
+    except ImportError:
+        raise SourceError(str(path), "reading GGUF files needs the 'gguf' package (pip install gguf)") from None
+    try:
+        reader = GGUFReader(path, "r")
+    except Exception as exc:  # the reader raises ValueError, struct/numpy errors, ... on corrupt files
+        raise SourceError(str(path), f"not a readable GGUF file ({type(exc).__name__}: {exc})") from None
+    try:
+        return _contents(reader.fields, path)
+    except SourceError:
+        raise
+    except Exception as exc:
+        raise SourceError(str(path), f"malformed GGUF metadata ({type(exc).__name__}: {exc})") from None
+
+
+def _contents(fields: Any, path: Path) -> GGUFContents:
+    def text(key: str) -> str | None:
+        field = fields.get(key)
+        return _string(field) if field is not None and len(field.data) == 1 else None
+
+    templates: dict[str, str] = {}
+    default = text("tokenizer.chat_template")
+    if default:
+        templates["default"] = default
+    prefix = "tokenizer.chat_template."
+    for key in fields:
+        if key.startswith(prefix):
+            named = text(key)
+            if named:
+                templates[key.removeprefix(prefix)] = named
+    if not templates:
+        raise SourceError(str(path), "GGUF file has no chat template (no tokenizer.chat_template key)")
+
+    tokens = fields.get("tokenizer.ggml.tokens")
+    count = len(tokens.data) if tokens is not None else 0
+
+    def token(key: str) -> str | None:
+        field = fields.get(key)
+        if field is None or tokens is None:
+            return None
+        index = _integer(field)
+        return _string(tokens, index) if 0 <= index < count else None
+
+    specials: list[str] = []
+    types = fields.get("tokenizer.ggml.token_type")
+    if types is not None and tokens is not None:
+        for index in range(min(count, len(types.data))):
+            if _integer(types, index) in (_CONTROL, _USER_DEFINED):
+                specials.append(_string(tokens, index))
+
+    model_id = text("general.name") or text("general.basename") or text("general.architecture")
+    return GGUFContents(
+        templates=templates,
+        bos_token=token("tokenizer.ggml.bos_token_id"),
+        eos_token=token("tokenizer.ggml.eos_token_id"),
+        special_tokens=tuple(dict.fromkeys(specials)),
+        model_id=model_id,
+    )
