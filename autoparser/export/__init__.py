@@ -1,0 +1,66 @@
+"""Exporters: a profile as another runtime's configuration, a response template or a grammar.
+
+Why: a profile is only useful where the model runs. These functions turn it into what each
+runtime already reads (OpenVINO GenAI parser classes, vLLM / SGLang parser flags, a transformers
+``response_template``, llama.cpp / xgrammar grammars), and say plainly when a runtime has no
+equivalent instead of handing out a near miss. Optional dependencies are never imported here.
+
+``emit(profile, fmt, tools=None)`` returns the text ``autoparse PATH --emit FORMAT`` prints.
+"""
+
+from __future__ import annotations
+
+import json
+
+from ..profile import Profile
+from .errors import ExportError
+from .grammar import GrammarExport, build_grammar, normalize_tools
+from .openvino import openvino_fragment, openvino_parsers, validate_openvino_profile
+from .response_template import ResponseTemplateExport, response_template
+from .runtimes import RuntimeParsers, runtime_parsers
+
+__all__ = [
+    "FORMATS",
+    "ExportError",
+    "GrammarExport",
+    "ResponseTemplateExport",
+    "RuntimeParsers",
+    "build_grammar",
+    "emit",
+    "normalize_tools",
+    "openvino_fragment",
+    "openvino_parsers",
+    "response_template",
+    "runtime_parsers",
+    "validate_openvino_profile",
+]
+
+FORMATS: tuple[str, ...] = ("openvino", "vllm", "sglang", "response-template", "ebnf", "gbnf",
+                            "structural-tag", "openvino-grammar", "json")
+
+
+def emit(profile: Profile, fmt: str, tools: object = None) -> str:
+    """The text to print for ``fmt``; raises ExportError for an unknown format or no equivalent."""
+    if not isinstance(profile, Profile):
+        raise ExportError(f"emit() needs a Profile, got {type(profile).__name__}")
+    if fmt == "json":
+        return profile.to_json() + "\n"
+    if fmt == "openvino":
+        return json.dumps(openvino_fragment(profile), ensure_ascii=False, indent=2) + "\n"
+    if fmt in ("vllm", "sglang"):
+        return runtime_parsers(profile, fmt).render()
+    if fmt == "response-template":
+        return json.dumps(response_template(profile).tokenizer_config(), ensure_ascii=False, indent=2) + "\n"
+    if fmt in ("ebnf", "gbnf", "structural-tag"):
+        text = build_grammar(profile, tools, fmt).text  # type: ignore[arg-type]
+        return text if text.endswith("\n") else text + "\n"
+    if fmt == "openvino-grammar":
+        # a structured-output spec that forces the call format (autoparser.live.grammar; no OpenVINO import)
+        from ..live.grammar import GrammarError, grammar_for
+
+        try:
+            spec = grammar_for(profile, tools)
+        except GrammarError as e:
+            raise ExportError(str(e)) from None
+        return json.dumps(spec, ensure_ascii=False, indent=2) + "\n"
+    raise ExportError(f"unknown export format {fmt!r}; valid formats: {', '.join(FORMATS)}")
