@@ -142,6 +142,7 @@ def find_reasoning(pr: Prober, f: Findings, tools: list[dict[str, Any]] | None) 
             f.evidence.append(f"reasoning.switch: the template variable {var!r} changes the generation prompt")
             break
     open_m, close_m, how = "", "", ""
+    prompt_conf = 0.75
     if span_probe is not None:
         assert span_probe.span is not None
         s = span_probe.span
@@ -183,6 +184,9 @@ def find_reasoning(pr: Prober, f: Findings, tools: list[dict[str, Any]] | None) 
             if close_m:
                 how = (f"the template drops reasoning from history; enable_thinking changes the "
                        f"generation prompt by {a!r} / {b!r}")
+                if close_m in tb and pairs_with(open_m, close_m):
+                    # both markers are rendered (the close by the prompt that skips the block)
+                    prompt_conf = 0.85
         if not close_m and dflt is not None:
             tail = last_tag(dflt)
             guess = _closing_form(tail)
@@ -207,14 +211,14 @@ def find_reasoning(pr: Prober, f: Findings, tools: list[dict[str, Any]] | None) 
         start = "prefilled"
     switchable = prompts["on"] is not None and prompts["off"] is not None and prompts["on"] != prompts["off"]
     opens: tuple[str, ...] = (open_m,) if open_m else ()
-    label = re.fullmatch(r"(<[^<>\s]+>|\[[^\[\]\s]+\])([A-Za-z_][\w-]*)", open_m)
-    if label:
+    labelled = re.fullmatch(r"(<[^<>\s]+>|\[[^\[\]\s]+\])([A-Za-z_][\w-]*)", open_m)
+    if labelled:
         # a tag followed by a label word (<|channel>thought): the bare tag opens a block too
-        opens = (open_m + "\n", open_m, label.group(1))
+        opens = (open_m + "\n", open_m, labelled.group(1))
     f.reasoning = ReasoningSpec(open=opens, close=(close_m,), start=start,  # type: ignore[arg-type]
                                 switchable=switchable)
     if "reasoning" not in f.confidence:
-        f.say("reasoning", 0.95 if span_probe is not None else 0.75,
+        f.say("reasoning", 0.95 if span_probe is not None else prompt_conf,
               f"open {open_m!r}, close {close_m!r}, start {start}; {how}")
 
 
@@ -309,8 +313,13 @@ def _call_block(span: str, f: Findings) -> str:
     elif post:
         # the end of turn may share only its tail with a plain message's (END_RESPONSE vs END_ACTION)
         shared = common_suffix(s, post)
-        if marker_tokens(shared) and all(t in f.strip for t in marker_tokens(shared)):
-            s = s[: len(s) - len(shared)]
+        for i in range(len(shared)):
+            # the shared tail may start inside a marker ('›‹/turn›' of '‹/act›‹/turn›'): the
+            # longest part of it that is whole strip markers is the end of turn
+            toks = marker_tokens(shared[i:])
+            if toks and all(t in f.strip for t in toks):
+                s = s[: len(s) - len(shared) + i]
+                break
     return s
 
 
@@ -691,6 +700,10 @@ def _tagged(b1: str, b2: str | None, f: Findings) -> ToolSpec | None:
     in_tag = lt >= 0 and b1.find(">", lt) > n and "<" not in b1[n:b1.find(">", n)]
     h_start = lt if in_tag else n
     h_end = b1.find(">", n) + 1 if in_tag else n + len(NAME1)
+    if in_tag:
+        # a doubled bracket ('<<use NAME>>') belongs to the tag
+        while h_start > 0 and b1[h_start - 1] == "<" and b1[h_end:h_end + 1] == ">":
+            h_start, h_end = h_start - 1, h_end + 1
     pre1 = b1[h_end:k1]
     if k2 >= 0 and v2 >= 0:
         mid = b1[v1 + len(VAL1):k2]
@@ -740,7 +753,10 @@ def _tagged(b1: str, b2: str | None, f: Findings) -> ToolSpec | None:
     z = rest
     if b2 is not None and NAME2 in b2:
         n2 = b2.find(NAME2)
-        lt2 = b2.rfind("<", 0, n2) if in_tag else n2
+        lt2 = n2
+        if in_tag:
+            lt2 = b2.rfind(b1[h_start:n], 0, n2)
+            lt2 = lt2 if lt2 >= 0 else b2.rfind("<", 0, n2)
         last_v = b2.rfind(VAL1, 0, n2)
         k2b = b2.find("7", last_v)
         end1 = (k2b + 1) if 0 <= k2b < lt2 else last_v + len(VAL1)
@@ -750,22 +766,27 @@ def _tagged(b1: str, b2: str | None, f: Findings) -> ToolSpec | None:
             m = m[len(c1):]
     if in_tag:
         # a call written as a tag closes with that tag's closing form (</function>, </invoke>)
-        word = re.match(r"<([^\s=>]+)", header)
-        cand = f"</{word.group(1)}>" if word else ""
+        word = re.match(r"(<+)([^\s=<>]+)", header)
+        cand = f"{word.group(1)}/{word.group(2)}{'>' * len(word.group(1))}" if word else ""
         if cand and z.lstrip(_WS).startswith(cand):
             trailer = cand
             z = z.lstrip(_WS)[len(cand):]
             if m is not None and m.lstrip(_WS).startswith(cand):
                 m = m.lstrip(_WS)[len(cand):]
     mk = _markers(a, z, m, f, name_in_header=False)
-    if in_tag and mk["call_open"] == "" and mk["section_open"] == "":
+    head_lit = header.split("{name}")[0]
+    bare_tag = in_tag and mk["call_open"] == "" and mk["section_open"] == ""
+    if bare_tag and not (trailer and head_lit.startswith("<") and len(head_lit.strip(_WS)) >= 4):
         return None
     codec = CodecSpec(kind="tagged", header=header, trailer=trailer, param=param, string_true=string_true)
     f.say("tools.codec", 0.9, f"tagged parameters: header {header!r}, parameter {param!r}, "
           f"trailer {trailer!r}")
     spec = _spec(mk, codec, f)
-    head_lit = header.split("{name}")[0]
-    if in_tag and spec.call_open and head_lit.startswith("<") and len(head_lit) >= 4:
+    if bare_tag:
+        # no wrapper at all: the call's own tag (closed by its closing form) starts a call
+        spec = replace(spec, lookahead_open=(head_lit,))
+        f.evidence.append(f"tools.bare_calls: calls are bare {head_lit!r}...{trailer!r} tags")
+    elif in_tag and spec.call_open and head_lit.startswith("<") and len(head_lit) >= 4:
         # the call's own tag is distinctive enough to start a call without its wrapper
         spec = replace(spec, lookahead_open=(head_lit,))
         f.evidence.append(f"tools.bare_calls: {head_lit!r} also starts a call without {spec.call_open[0]!r}")
