@@ -62,12 +62,24 @@ class Prober:
         self.eos = eos or ""
         self.log: list[str] = []
         self.renders = 0
+        self.out_of_time: TemplateError | None = None
 
     def render(self, messages: list[dict[str, Any]], *, tools: list[dict[str, Any]] | None,
                agp: bool, **kw: Any) -> str:
+        from ..templates._exceptions import TemplateLimitExceeded
+
+        if self.out_of_time is not None:
+            # one render already ran into the time limit: every further probe would wait as long
+            # again (an analysis renders dozens), so they all fail now with the same reason
+            raise TemplateLimitExceeded("time", f"not rendered: an earlier render failed ({self.out_of_time})")
         self.renders += 1
-        return self.renderer.render(messages, tools=tools, add_generation_prompt=agp,
-                                    bos_token=self.bos, eos_token=self.eos, **kw)
+        try:
+            return self.renderer.render(messages, tools=tools, add_generation_prompt=agp,
+                                        bos_token=self.bos, eos_token=self.eos, **kw)
+        except TemplateLimitExceeded as e:
+            if e.limit == "time":
+                self.out_of_time = e
+            raise
 
     def turn(self, label: str, assistant: dict[str, Any], *, tools: list[dict[str, Any]] | None = None,
              history: list[dict[str, Any]] | None = None, **kw: Any) -> Probe:

@@ -451,7 +451,7 @@ class NameJsonBody(Body):
         assert self._trailer is not None
         if i == len(text) and not final:
             return "more", pos
-        m = self._trailer.match_at(text, i)
+        m = self._trailer.match_at(text, i, final)
         if m is True and not final:
             return "more", pos
         if isinstance(m, Match):

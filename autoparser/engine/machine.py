@@ -292,7 +292,7 @@ class Parser:
             if k == len(w) and not final:
                 self._emit_content(w[i:k])
                 return k
-            m0 = self._start_ms.match_at(w, k) if k < len(w) else None
+            m0 = self._start_ms.match_at(w, k, final) if k < len(w) else None
             if m0 is True and not final:
                 self._emit_content(w[i:k])
                 return k
@@ -475,7 +475,7 @@ class Parser:
                     return self._reject(rg, w, k, truncated=True, reason="tool-call section is empty")
                 self._end_region()
             return k
-        r = self._c.between.match_at(w, k)
+        r = self._c.between.match_at(w, k, final)
         if r is True and not final:
             return k
         if isinstance(r, Match):
@@ -554,7 +554,7 @@ class Parser:
                                 "of the output", self._at(k))
                 self._end_region()
             return k
-        r = self._c.after.match_at(w, k)
+        r = self._c.after.match_at(w, k, final)
         if r is True and not final:
             return k
         if isinstance(r, Match):
@@ -800,7 +800,7 @@ class Parser:
             if final:
                 self._mode = "content"
             return k
-        r = self._c.h_after.match_at(w, k)
+        r = self._c.h_after.match_at(w, k, final)
         if r is True and not final:
             return i
         self._mode = "content"

@@ -87,19 +87,19 @@ class MarkerSet:
                 return n - k
         return n
 
-    def match_at(self, text: str, pos: int) -> Match | bool | None:
-        """The marker starting exactly at ``pos``; ``True`` if one still may (text ends first)."""
+    def match_at(self, text: str, pos: int, final: bool = False) -> Match | bool | None:
+        """The marker starting exactly at ``pos``; ``True`` if one still may (the text ends first).
+
+        At the end of the stream (``final``) nothing can grow any more, so a complete marker is
+        returned even when it is the prefix of a longer one.
+        """
         if self._re is None:
             return None
         m = self._re.match(text, pos)
+        tail = text[pos:]
+        if not final and len(tail) < self._max and tail in self._prefixes:
+            return True
         if m is not None:
             s = m.group()
-            # a longer marker may still complete when the text ends right after a shorter one
-            tail = text[pos:]
-            if len(tail) < self._max and tail in self._prefixes:
-                return True
             return Match(m.start(), m.end(), s, self._kinds[s])
-        tail = text[pos:]
-        if len(tail) < self._max and tail in self._prefixes:
-            return True
         return None

@@ -1,0 +1,198 @@
+"""Derivation on invented chat templates (fixtures/templates): formats no real model uses, so
+nothing in the analyzer can have been tuned to their marker strings.
+
+For every template: ``analyze(known=False)`` derives the facts recorded in cases.json, the
+self-check round-trips, confidence is high, the profile JSON round-trips, and every raw output
+parses to its expected result whole and in random chunks. Then hostile templates: they must end
+in a TemplateError or a low-confidence profile that says why, quickly.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import random
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import autoparser
+from autoparser import Profile
+from autoparser.derive import Analysis, analyze_detailed
+from autoparser.errors import TemplateError
+
+DIR = Path(__file__).resolve().parents[1] / "fixtures" / "templates"
+DATA: dict[str, Any] = json.loads((DIR / "cases.json").read_text(encoding="utf-8"))
+TOOLS: list[dict[str, Any]] = DATA["tools"]
+TEMPLATES: dict[str, dict[str, Any]] = DATA["templates"]
+MIN_CONFIDENCE = 0.8
+
+
+@functools.cache
+def analysis(name: str) -> Analysis:
+    return analyze_detailed((DIR / name).read_text(encoding="utf-8"), known=False)
+
+
+def _xfail(name: str, check: str) -> list[Any]:
+    t = TEMPLATES[name]
+    if check in t.get("xfail_checks", ()):
+        return [pytest.mark.xfail(strict=True, reason=t["xfail"])]
+    return []
+
+
+def _params(check: str) -> list[Any]:
+    return [pytest.param(n, id=n.removesuffix(".jinja"), marks=_xfail(n, check)) for n in TEMPLATES]
+
+
+def _case_params() -> list[Any]:
+    out = []
+    for n, t in TEMPLATES.items():
+        for c in t["cases"]:
+            marks = [pytest.mark.xfail(strict=True, reason=c.get("reason") or t["xfail"])] if c.get("xfail") else []
+            out.append(pytest.param(n, c, id=f"{n.removesuffix('.jinja')}-{c['id']}", marks=marks))
+    return out
+
+
+def test_fixture_set_is_complete() -> None:
+    on_disk = {p.name for p in DIR.glob("*.jinja")}
+    assert on_disk == set(TEMPLATES), f"templates without cases: {on_disk - set(TEMPLATES)}; " \
+                                      f"cases without templates: {set(TEMPLATES) - on_disk}"
+    assert len(on_disk) >= 12
+    for p in DIR.glob("*.jinja"):
+        first = p.read_text(encoding="utf-8").splitlines()[0]
+        assert re.fullmatch(r"\{#-? tests: .+ -?#\}", first), f"{p.name}: first line must say what it tests"
+
+
+def _render(name: str, messages: list[dict[str, Any]], agp: bool, **kw: Any) -> str:
+    from autoparser.templates.render import TemplateRenderer
+
+    return TemplateRenderer((DIR / name).read_text(encoding="utf-8")).render(
+        messages, tools=TOOLS, add_generation_prompt=agp, **kw)
+
+
+def test_fixtures_do_what_they_say() -> None:
+    """The shapes the analyzer must cope with are really in the fixtures."""
+    user = {"role": "user", "content": "U1"}
+    thought = {"role": "assistant", "content": "A1", "reasoning_content": "R1"}
+    # reasoning only after the last user message
+    assert "R1" in _render("last_turn_reasoning.jinja", [user, thought], False)
+    assert "R1" not in _render("last_turn_reasoning.jinja", [user, thought, user], False)
+    # reasoning never kept in history; the prompt opens the block
+    assert "R1" not in _render("dropped_history_reasoning.jinja", [user, thought], False)
+    assert _render("dropped_history_reasoning.jinja", [user], True).rstrip().endswith("<|muse|>")
+    # no generation prompt difference
+    name = "no_gen_prompt_diff.jinja"
+    assert _render(name, [user], True) == _render(name, [user], False)
+    # tool calls are dropped by the tool-less templates
+    call = {"role": "assistant", "content": "", "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": {"city": "X"}}}]}
+    for name in ("no_tools_plain.jinja", "no_tools_reasoning_wrapper.jinja"):
+        assert "get_weather" not in _render(name, [user, call], False)
+
+
+# -- derived facts -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", _params("facts"))
+def test_derived_facts(name: str) -> None:
+    facts = TEMPLATES[name]["facts"]
+    prof = analysis(name).profile
+    why = "\n".join(prof.evidence)
+    assert (prof.tools is not None) == facts["tools"], why
+    want = facts["reasoning"]
+    if want is None:
+        assert prof.reasoning is None, why
+        return
+    r = prof.reasoning
+    assert r is not None, why
+    assert want["open"] in r.open, why
+    assert r.close[0] == want["close"], why
+    assert (r.start == "prefilled") == want["prompt_opened"], why
+    assert r.switchable == want["switchable"], why
+
+
+@pytest.mark.parametrize("name", _params("selfcheck"))
+def test_self_check_passes(name: str) -> None:
+    a = analysis(name)
+    assert a.check.rendered > 0
+    assert a.check.passed == a.check.rendered, a.check.failures[:2]
+
+
+@pytest.mark.parametrize("name", _params("confidence"))
+def test_confidence(name: str) -> None:
+    prof = analysis(name).profile
+    assert prof.confidence >= MIN_CONFIDENCE, "\n".join(prof.evidence)
+
+
+@pytest.mark.parametrize("name", _params("roundtrip"))
+def test_profile_json_round_trips(name: str) -> None:
+    prof = analysis(name).profile
+    assert Profile.from_dict(prof.to_dict()) == prof
+    assert Profile.from_json(prof.to_json()) == prof
+    assert prof.name is None  # known=False: no builtin dialect may be consulted
+
+
+# -- parsing raw outputs with the derived profile ------------------------------------------------
+
+def _norm(s: str) -> str:
+    return re.sub(r"\s+", " ", s).strip()
+
+
+def _summary(res: autoparser.Result) -> dict[str, Any]:
+    return {"reasoning": _norm(res.reasoning), "content": _norm(res.content),
+            "tool_calls": [{"name": c.name, "arguments": c.arguments} for c in res.tool_calls]}
+
+
+def _chunks(text: str, rng: random.Random) -> list[str]:
+    out, i = [], 0
+    while i < len(text):
+        n = rng.randint(1, 7)
+        out.append(text[i:i + n])
+        i += n
+    return out
+
+
+@pytest.mark.parametrize(("name", "case"), _case_params())
+def test_raw_output_parses(name: str, case: dict[str, Any]) -> None:
+    prof = analysis(name).profile
+    e = case["expected"]
+    want = {"reasoning": _norm(e["reasoning"]), "content": _norm(e["content"]), "tool_calls": e["tool_calls"]}
+    text = case["input"]
+    assert _summary(autoparser.parse(text, prof, tools=TOOLS)) == want
+    rng = random.Random(f"{name}/{case['id']}")
+    for _ in range(3):
+        assert _summary(autoparser.parse(_chunks(text, rng), prof, tools=TOOLS)) == want
+    assert _summary(autoparser.parse(list(text), prof, tools=TOOLS)) == want
+
+
+# -- hostile templates ------------------------------------------------------------------------------
+
+HOSTILE = {
+    "raises": "{{ raise_exception('this template accepts no conversation at all') }}",
+    "syntax-error": "{% for m in messages %}{{ m.content }",
+    "loops-forever": "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}",
+    "loops-on-assistant": ("{% for m in messages %}{% if m.role == 'assistant' %}{% for i in range(100000) %}"
+                           "{% for j in range(100000) %}{% endfor %}{% endfor %}{% endif %}{{ m.content }}"
+                           "{% endfor %}"),
+    "doubles-a-string": ("{% set ns = namespace(s='x') %}{% for i in range(64) %}{% set ns.s = ns.s ~ ns.s %}"
+                         "{% endfor %}{{ ns.s }}"),
+    "repeats-a-string": "{{ 'x' * 10000000000 }}",
+    "recurses": "{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}",
+}
+
+
+@pytest.mark.parametrize("kind", list(HOSTILE))
+def test_hostile_template_fails_cleanly(kind: str) -> None:
+    t0 = time.perf_counter()
+    try:
+        prof = autoparser.analyze(HOSTILE[kind], known=False)
+    except TemplateError as e:
+        assert str(e)
+    else:
+        assert prof.confidence < 0.5
+        assert prof.tools is None
+        reasons = " ".join(prof.evidence)
+        assert re.search(r"did not render|failed|limit|refuses|accepts no", reasons), reasons
+    assert time.perf_counter() - t0 < 8.0
