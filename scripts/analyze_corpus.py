@@ -274,8 +274,8 @@ def _markdown(s: dict[str, Any], out: list[dict[str, Any]]) -> str:
               f"{len(s['wrong_with_confidence_ge_0.9'])}"
               + (f" ({', '.join(s['wrong_with_confidence_ge_0.9'])})" if s["wrong_with_confidence_ge_0.9"] else ""),
               f"- analysis time per template: p50 {s['analysis_seconds_p50'] * 1000:.0f} ms, "
-              f"p95 {s['analysis_seconds_p95'] * 1000:.0f} ms; whole corpus {s['analysis_seconds_total']} s of analysis "
-              f"({s['machine']})", ""]
+              f"p95 {s['analysis_seconds_p95'] * 1000:.0f} ms; whole corpus "
+              f"{s['analysis_seconds_total']} s of analysis ({s['machine']})", ""]
     misses = [r for r in out if r.get("correct") is False]
     tally: Counter[str] = Counter()
     for r in misses:
