@@ -13,7 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ..errors import AutoparserError, TemplateError
+from ..errors import AutoparserError, ProfileError, TemplateError
 from ..profile import Profile
 from .extract import Findings, find_content, find_reasoning, find_tools
 from .match import match_dialect
@@ -61,6 +61,12 @@ def analyze_detailed(chat_template: str, bos_token: str | None = None, eos_token
     strip = tuple(dict.fromkeys(t for t in f.strip if t and t not in reasoning_markers))
     prof = Profile(name=None, description="derived from a chat template", reasoning=f.reasoning,
                    strip=strip, tools=f.tools)
+    try:  # a derived profile obeys the same rules as a profile file
+        Profile.from_dict(prof.to_dict())
+    except ProfileError as e:
+        f.say(e.field.split(".")[0], 0.2, f"derived {e.field} is unusable ({e}); left out")
+        prof = replace(prof, tools=None) if e.field.startswith("tools") else replace(prof, reasoning=None)
+        Profile.from_dict(prof.to_dict())
     check = self_check(pr, prof, n=check_messages, as_string=bool(f.tools_kw.get("as_string")),
                        content_with_calls=f.tools_kw.get("content", ""))
     conf = _confidence(f, check)

@@ -1,0 +1,86 @@
+"""Template analysis over the real corpus in ../shared/templates (skipped when it is absent).
+
+Guards the calibration claims of analysis/corpus.md: templates without tool calls derive none,
+labelled formats are recognised, and no derivation that contradicts the labels is confident.
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import autoparser
+from autoparser.derive import analyze_detailed
+
+SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+TEMPLATES = SHARED / "templates"
+
+pytestmark = [pytest.mark.shared,
+              pytest.mark.skipif(not (TEMPLATES / "EXPECTED.tsv").exists(),
+                                 reason=f"{TEMPLATES} not found (../shared is not beside the repo)")]
+
+
+def _rows() -> list[dict[str, str]]:
+    if not (TEMPLATES / "EXPECTED.tsv").exists():
+        return []
+    with open(TEMPLATES / "EXPECTED.tsv", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh, delimiter="\t"))
+    with open(TEMPLATES / "SOURCES.tsv", encoding="utf-8") as fh:
+        src = {r["file"]: r for r in csv.DictReader(fh, delimiter="\t")}
+    for r in rows:
+        r["bos"] = src.get(r["file"], {}).get("bos", "")
+        r["eos"] = src.get(r["file"], {}).get("eos", "")
+    return rows
+
+
+_CACHE: dict[str, Any] = {}
+
+
+def _analysis(row: dict[str, str]) -> Any:
+    if row["file"] not in _CACHE:
+        text = (TEMPLATES / row["file"]).read_text(encoding="utf-8")
+        _CACHE[row["file"]] = analyze_detailed(text, row["bos"] or None, row["eos"] or None, known=False)
+    return _CACHE[row["file"]]
+
+
+PEER = {d.name for d in autoparser.dialects()}
+
+
+@pytest.mark.parametrize("row", _rows(), ids=lambda r: r["file"])
+def test_analysis_is_sound(row: dict[str, str]) -> None:
+    an = _analysis(row)
+    prof = an.profile
+    assert 0.0 <= prof.confidence <= 1.0
+    assert autoparser.Profile.from_dict(prof.to_dict()) == prof
+    assert prof.evidence, "every derived profile says why"
+    exp = row["tool_format"]
+    if exp == "none":
+        assert prof.tools is None, "a template without tool calls must derive none"
+    wrong = (exp == "none" and prof.tools is not None) or (
+        exp in PEER and (prof.tools is None or prof.name not in (exp, *_same_format(exp))))
+    if wrong:
+        assert prof.confidence < 0.9, f"wrong derivation ({prof.name}) with confidence {prof.confidence}"
+
+
+def _same_format(name: str) -> tuple[str, ...]:
+    """Dialects that write identical tool calls (they differ in reasoning or end markers only)."""
+    groups = [{"hermes", "ernie"}, {"deepseek-v3", "deepseek-r1"}]
+    for g in groups:
+        if name in g:
+            return tuple(g - {name})
+    return ()
+
+
+def test_recognition_rates_do_not_regress() -> None:
+    rows = _rows()
+    peer = [r for r in rows if r["tool_format"] in PEER]
+    named = sum(1 for r in peer if _analysis(r).profile.name in (r["tool_format"], *_same_format(r["tool_format"])))
+    # figures of analysis/corpus.md when this test was written; raise them as derivation improves
+    assert named >= 80, f"{named}/{len(peer)} templates of peer dialects recognised"
+    for name in ("hermes", "glm", "minimax-m2", "deepseek-v4", "qwen3-coder"):
+        rs = [r for r in peer if r["tool_format"] == name]
+        ok = sum(1 for r in rs if _analysis(r).profile.name == name)
+        assert ok >= len(rs) * 0.7, f"{name}: {ok}/{len(rs)}"
