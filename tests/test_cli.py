@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+import autoparser
+
 ROOT = Path(__file__).resolve().parents[1]
 
 HERMES_LIKE = """{%- for m in messages -%}
@@ -19,6 +21,10 @@ HERMES_LIKE = """{%- for m in messages -%}
 {% endfor -%}
 {%- if add_generation_prompt %}<|im_start|>assistant
 {% endif -%}"""
+
+
+def autoparser_load(path: Path) -> autoparser.Profile:
+    return autoparser.load(path)
 
 
 def run(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
@@ -89,6 +95,14 @@ def test_analyze_template_summary_json_and_explain(tmp_path: Path) -> None:
     r = run(str(t))
     assert r.returncode == 0, r.stderr
     assert "dialect      hermes" in r.stdout and "confidence" in r.stdout and "evidence" in r.stdout
+    default = tmp_path / "chat_template.jinja.autoparser.json"
+    assert default.exists() and "saved" in r.stdout  # prints and saves, by default
+    assert autoparser_load(default).tools is not None
+    d = tmp_path / "model"
+    d.mkdir()
+    (d / "chat_template.jinja").write_text(HERMES_LIKE)
+    assert run(str(d)).returncode == 0 and (d / "autoparser_profile.json").exists()
+    assert run(str(d), "--no-save").returncode == 0
     prof = json.loads(run(str(t), "--json").stdout)
     assert prof["tools"]["call_open"] == ["<tool_call>"] and prof["tools"]["codec"]["kind"] == "json"
     assert "probes" in run(str(t), "--explain").stdout

@@ -37,7 +37,10 @@ def main_analyze(argv: list[str], out: TextIO | None = None) -> int:
                          "ebnf, gbnf, structural-tag, openvino-grammar, json)")
     ap.add_argument("--tools", help="JSON file with tools (for grammar formats)")
     ap.add_argument("--pure", action="store_true", help="pure derivation: do not use builtin dialect rules")
-    ap.add_argument("--save", metavar="FILE", help="also write the profile JSON to FILE")
+    ap.add_argument("--save", metavar="FILE",
+                    help="where to write the profile JSON (default: autoparser_profile.json in the model "
+                         "directory, or PATH.autoparser.json beside a file)")
+    ap.add_argument("--no-save", action="store_true", help="do not write the profile")
     a = ap.parse_args(argv)
     try:
         src, an = _analyze_path(a.path, known=not a.pure)
@@ -45,7 +48,15 @@ def main_analyze(argv: list[str], out: TextIO | None = None) -> int:
         sys.stderr.write(f"autoparse: error: {e}\n")
         return 1
     prof: Profile = an.profile
-    if a.save:
+    saved = None
+    if not a.no_save and not a.emit and not a.json:
+        target = Path(a.save) if a.save else _default_save_path(Path(a.path))
+        try:
+            target.write_text(prof.to_json() + "\n", encoding="utf-8")
+            saved = target
+        except OSError as e:
+            sys.stderr.write(f"autoparse: could not save the profile to {target}: {e.strerror}\n")
+    elif a.save:
         Path(a.save).write_text(prof.to_json() + "\n", encoding="utf-8")
     if a.emit:
         from ..export import emit
@@ -59,7 +70,15 @@ def main_analyze(argv: list[str], out: TextIO | None = None) -> int:
     _summary(out, src, an)
     if a.explain:
         _explain(out, an)
+    if saved is not None:
+        out.write(f"  saved        {saved}  (use it: autoparser.load({str(saved)!r}))\n")
     return 0
+
+
+def _default_save_path(path: Path) -> Path:
+    if path.is_dir():
+        return path / "autoparser_profile.json"
+    return path.with_name(path.name + ".autoparser.json")
 
 
 def _summary(out: TextIO, src: Any, an: Any) -> None:
