@@ -65,6 +65,20 @@ class Body:
         self.truncated = truncated
         return "reject", pos
 
+    def _header_step(self, header: _Header, text: str, pos: int, final: bool,
+                     what: str) -> tuple[Status | None, int, str]:
+        """Feed a header; (None, end, slot) once it is complete, else the status to return."""
+        r = header.feed(text, pos, final)
+        if r is None:
+            return "more", len(text), ""
+        kind, slot, j = r
+        if kind == "more":
+            return "more", j, ""
+        if kind == "bad" or not slot:
+            st, j = self._reject(what, pos, truncated=final and kind != "bad" and not slot)
+            return st, j, ""
+        return None, j, slot
+
     def _name_ok(self, name: str) -> bool:
         return bool(name) and (not self.known_only or name in self.schemas)
 
@@ -339,14 +353,9 @@ class NameJsonBody(Body):
     def feed(self, text: str, pos: int, final: bool) -> tuple[Status, int]:
         s = self.spec
         if self.phase == "header":
-            r = self.header.feed(text, pos, final)
-            if r is None:
-                return "more", len(text)
-            kind, slot, j = r
-            if kind == "more":
-                return "more", j
-            if kind == "bad" or not slot:
-                return self._reject("no call header", pos, truncated=final and kind != "bad")
+            st, j, slot = self._header_step(self.header, text, pos, final, "no call header")
+            if st is not None:
+                return st, j
             if self.slot == "{id}":
                 self.cid = slot
                 name = slot
@@ -377,14 +386,9 @@ class NameJsonBody(Body):
             self.phase = "args"
         if self.phase == "id":
             assert self.id_header is not None
-            r = self.id_header.feed(text, pos, final)
-            if r is None:
-                return "more", len(text)
-            kind, slot, j = r
-            if kind == "more":
-                return "more", j
-            if kind == "bad" or not slot:
-                return self._reject("no call id after the id marker", pos, truncated=final and kind != "bad")
+            st, j, slot = self._header_step(self.id_header, text, pos, final, "no call id after the id marker")
+            if st is not None:
+                return st, j
             self.cid = slot
             self.phase = "args"
             pos = j
@@ -502,14 +506,11 @@ class TaggedBody(Body):
 
     def feed(self, text: str, pos: int, final: bool) -> tuple[Status, int]:
         if self.phase == "header":
-            r = self.header.feed(text, pos, final)
-            if r is None:
-                return "more", len(text)
-            kind, slot, j = r
-            if kind == "more":
-                return "more", j
-            if kind == "bad" or not slot or not self._name_ok(slot) or len(slot) > 256:
-                return self._reject("no call header", pos, truncated=final and kind != "bad" and not slot)
+            st, j, slot = self._header_step(self.header, text, pos, final, "no call header")
+            if st is not None:
+                return st, j
+            if not self._name_ok(slot) or len(slot) > 256:
+                return self._reject(f"not a tool name: {slot[:40]!r}", pos)
             self.name = slot
             self.phase = "body"
             pos = j
