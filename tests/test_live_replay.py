@@ -185,12 +185,7 @@ def test_replay_recovers_the_forced_output(fx: dict[str, Any]) -> None:
 # Known engine issue: in the mistral profile an end-of-turn marker right after the call
 # ("...}</s>" natively, "...}<|im_end|>" here) is read as a second call without a header and
 # records an ``invalid_call`` issue, although the call and the content are right.
-ISSUES_EXPECTED = {"mistral_call": "mistral: a strip marker after a call is reported as invalid_call"}
-
-
-def test_clean_forced_runs_record_no_issues(fx: dict[str, Any], request: pytest.FixtureRequest) -> None:
-    if fx["name"] in ISSUES_EXPECTED:
-        request.applymarker(pytest.mark.xfail(reason=ISSUES_EXPECTED[fx["name"]], strict=False))
+def test_clean_forced_runs_record_no_issues(fx: dict[str, Any]) -> None:
     _, res = replay(fx, fx["chunks"])
     assert [(i.code, i.message) for i in res.issues] == []
 

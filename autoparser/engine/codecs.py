@@ -353,9 +353,9 @@ class NameJsonBody(Body):
     def feed(self, text: str, pos: int, final: bool) -> tuple[Status, int]:
         s = self.spec
         if self.phase == "header":
-            st, j, slot = self._header_step(self.header, text, pos, final, "no call header")
-            if st is not None:
-                return st, j
+            hst, j, slot = self._header_step(self.header, text, pos, final, "no call header")
+            if hst is not None:
+                return hst, j
             if self.slot == "{id}":
                 self.cid = slot
                 name = slot
@@ -386,9 +386,9 @@ class NameJsonBody(Body):
             self.phase = "args"
         if self.phase == "id":
             assert self.id_header is not None
-            st, j, slot = self._header_step(self.id_header, text, pos, final, "no call id after the id marker")
-            if st is not None:
-                return st, j
+            hst, j, slot = self._header_step(self.id_header, text, pos, final, "no call id after the id marker")
+            if hst is not None:
+                return hst, j
             self.cid = slot
             self.phase = "args"
             pos = j
