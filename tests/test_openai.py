@@ -416,6 +416,10 @@ def test_message_content_conventions() -> None:
         ],
     }
     assert message_from_result(Result(content="x", tool_calls=[tc]))["content"] == "x"
+    # whitespace between calls is not content worth sending; without calls it is kept as written
+    assert message_from_result(Result(content="\n", tool_calls=[tc, tc]))["content"] is None
+    assert message_from_result(Result(content=" \n\t", tool_calls=[tc]))["content"] is None
+    assert message_from_result(Result(content="\n"))["content"] == "\n"
     assert message_from_result(Result()) == {"role": "assistant", "content": ""}
     assert "reasoning_content" not in message_from_result(Result(content="x"))
     assert "tool_calls" not in message_from_result(Result(content="x"))

@@ -11,14 +11,18 @@ Typical use::
     for event in live.stream(lp, [{"role": "user", "content": "Hi"}]):
         print(event)
 
-    run = live.generate(lp, messages, on_event=print, profile="hermes",
+    spec = live.grammar_for(autoparser.get_profile("hermes"), tools)   # forces the hermes call format
+    run = live.generate(lp, messages, tools=tools, on_event=print, profile="hermes",
                         generation_config={"max_new_tokens": 96, "structured_output": spec})
     run.result.tool_calls
+
+``autoparse verify`` (:mod:`autoparser.live.verify`) checks a profile against live output.
 """
 
 from __future__ import annotations
 
 from autoparser.live._base import INSTALL_HINT, LiveError, require_openvino
+from autoparser.live.grammar import GrammarError, example_calls, grammar_for, reasoning_spec, structured_output_for
 from autoparser.live.model import default_model_path, file_sha256, is_gguf, read_gguf_metadata
 from autoparser.live.pipeline import (
     LivePipeline,
@@ -40,6 +44,7 @@ from autoparser.live.structured import build_structured_output
 __all__ = [
     "DEFAULT_MAX_NEW_TOKENS",
     "INSTALL_HINT",
+    "GrammarError",
     "LiveError",
     "LivePipeline",
     "LiveRun",
@@ -48,13 +53,17 @@ __all__ = [
     "build_structured_output",
     "default_model_path",
     "detect_profile",
+    "example_calls",
     "file_sha256",
     "generate",
+    "grammar_for",
     "is_gguf",
     "load_pipeline",
     "read_gguf_metadata",
+    "reasoning_spec",
     "require_openvino",
     "resolve_profile",
     "stream",
+    "structured_output_for",
     "with_end_markers",
 ]

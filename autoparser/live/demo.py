@@ -2,8 +2,9 @@
 
 Called by :func:`autoparser.demo.run_demo`; returns None when OpenVINO GenAI or the model package
 is missing so the demo falls back to its bundled outputs. Two runs: a plain answer, then a hermes
-tool call forced by a regex (SmolLM2 never calls tools by itself), each shown as the raw chunks
-the streamer delivered (special tokens visible), the merged events, and the OpenAI message.
+tool call forced by the grammar derived from the hermes profile (SmolLM2 never calls tools by
+itself), each shown as the raw chunks the streamer delivered (special tokens visible), the merged
+events, and the OpenAI message.
 """
 
 from __future__ import annotations
@@ -16,9 +17,10 @@ from autoparser.events import ContentDelta, Event, ReasoningDelta, ToolCallArgsD
 
 __all__ = ["live_demo"]
 
-_CALL_REGEX = (
-    r'<tool_call>\n\{"name": "get_weather", "arguments": \{"city": "[A-Z][a-z]{2,12}"\}\}\n</tool_call>'
-)
+_TOOLS: list[dict[str, Any]] = [{"type": "function", "function": {
+    "name": "get_weather",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string", "pattern": "[A-Z][a-z]{2,12}"}},
+                   "required": ["city"]}}}]
 
 
 def _available() -> bool:
@@ -56,25 +58,30 @@ def live_demo(argv: list[str], out: TextIO) -> int | None:
     """Run the live demo; None means "not available here", so the caller shows the offline one."""
     if not _available():
         return None
+    from autoparser import get_profile
+    from autoparser.live.grammar import grammar_for
     from autoparser.live.pipeline import load_pipeline
     from autoparser.live.streaming import LiveRun, generate
     from autoparser.openai import message_from_result
 
     live = load_pipeline()
+    live.pipeline.generate("Hi", max_new_tokens=2)  # one-off first-call costs stay out of the speed shown
     out.write(f"model: {live.path.name} on {live.device}; profile: {live.profile_source}\n")
-    runs: list[tuple[str, dict[str, Any], str | None]] = [
-        ("plain answer", {"max_new_tokens": 48}, None),
+    hermes = live.profile_for("hermes")
+    grammar = grammar_for(get_profile("hermes"), _TOOLS)  # the hermes call format, as a regex
+    runs: list[tuple[str, dict[str, Any], Any, Any]] = [
+        ("plain answer", {"max_new_tokens": 48}, None, None),
         (
-            "tool call forced by a regex (hermes wire format)",
-            {"max_new_tokens": 96, "structured_output": {"kind": "regex", "regex": _CALL_REGEX}},
-            "hermes",
+            "tool call forced by the hermes profile's grammar (autoparser.live.grammar_for)",
+            {"max_new_tokens": 96, "structured_output": grammar},
+            hermes,
+            _TOOLS,
         ),
     ]
     questions = ["What is the capital of France?", "What is the weather like in Rome?"]
-    for (title, config, profile), question in zip(runs, questions, strict=True):
-        run: LiveRun = generate(
-            live, [{"role": "user", "content": question}], generation_config=config, profile=profile
-        )
+    for (title, config, profile, tools), question in zip(runs, questions, strict=True):
+        prompt = live.render([{"role": "user", "content": question}])
+        run: LiveRun = generate(live, prompt, generation_config=config, profile=profile, tools=tools)
         speed = f", {run.tokens_per_second:.0f} tok/s" if run.tokens_per_second else ""
         out.write(f"\n== {title}: {question!r}{speed}\n")
         out.write("-- chunks as streamed (special tokens visible):\n   ")

