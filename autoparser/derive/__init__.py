@@ -20,7 +20,7 @@ from .match import match_dialect
 from .probes import Prober, tools_for
 from .selfcheck import CheckResult, self_check
 
-__all__ = ["Analysis", "analyze", "analyze_detailed", "detect", "load"]
+__all__ = ["Analysis", "analyze", "analyze_detailed", "detect", "fingerprint", "load", "overrides"]
 
 
 class Analysis:
@@ -78,9 +78,48 @@ def analyze_detailed(chat_template: str, bos_token: str | None = None, eos_token
         f.evidence.append(f"self-check failure: {fail}")
     prof = replace(prof, name=name, confidence=conf, field_confidence=dict(f.confidence),
                    evidence=tuple(f.evidence))
-    if known and name is not None:
-        prof = _with_builtin_rules(prof, name)
+    if known:
+        override = _override_for(chat_template)
+        if override is not None:
+            prof = _from_override(prof, override)
+        elif name is not None:
+            prof = _with_builtin_rules(prof, name)
     return Analysis(prof, f, check, time.perf_counter() - t0, pr.renders)
+
+
+def overrides() -> list[dict[str, Any]]:
+    """Data fixes for templates whose protocol derivation cannot recover, keyed by fingerprint.
+
+    Each entry names the dialect, says why derivation cannot get there, and carries a test vector
+    (tests/test_derive_overrides.py parses it with that dialect). Consulted only with known=True.
+    """
+    import json
+    from importlib import resources
+
+    text = resources.files(__package__).joinpath("overrides.json").read_text(encoding="utf-8")
+    data: list[dict[str, Any]] = json.loads(text)
+    return data
+
+
+def fingerprint(chat_template: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(chat_template.encode("utf-8")).hexdigest()
+
+
+def _override_for(chat_template: str) -> dict[str, Any] | None:
+    fp = fingerprint(chat_template)
+    return next((o for o in overrides() if o["sha256"] == fp), None)
+
+
+def _from_override(prof: Profile, o: dict[str, Any]) -> Profile:
+    from ..dialects import get_profile
+
+    b = get_profile(o["dialect"])
+    return replace(b, name=o["dialect"], confidence=max(prof.confidence, 0.9),
+                   field_confidence=prof.field_confidence,
+                   evidence=(*prof.evidence, f"override for template {o['template']!r} "
+                             f"(sha256 {o['sha256'][:12]}...): dialect {o['dialect']!r} because {o['reason']}"))
 
 
 def _confidence(f: Findings, check: CheckResult) -> float:
