@@ -269,32 +269,35 @@ def find_tools(pr: Prober, f: Findings) -> None:
     tools = tools_for()
     shapes = [("dict arguments", False, ""), ("string arguments", True, ""),
               ("dict arguments, no content", False, None), ("string arguments, no content", True, None)]
-    one = two = None
+    found = False
     for label, as_str, content in shapes:
         p1 = pr.turn(f"1 call ({label})", _call_msg([call(NAME1, ARGS1, 1, as_str)], content), tools=tools)
+        f.probes.append(p1)
         if p1.span is None or NAME1 not in p1.span or (VAL1 not in p1.span):
-            f.probes.append(p1)
             continue
         p2 = pr.turn(f"2 calls ({label})", _call_msg([call(NAME1, ARGS1, 1, as_str),
                                                       call(NAME2, ARGS2, 2, as_str)], content), tools=tools)
-        f.probes += [p1, p2]
-        one, two = p1, p2
+        f.probes.append(p2)
+        b1 = _call_block(p1.span, f)
+        b2 = _call_block(p2.span, f) if p2.span and NAME2 in p2.span else None
+        spec = (_json_codec(b1, b2, f) or _pythonic(b1, b2, f) or _name_json(b1, b2, f)
+                or _tagged(b1, b2, f))
+        if spec is None:
+            # e.g. dict arguments printed as a Python repr: another shape may render cleanly
+            f.evidence.append(f"tools: with {label} calls render as {b1[:80]!r}, which no codec explains")
+            continue
+        f.tools = spec
         f.tools_kw = {"as_string": as_str, "content": content}
+        found = True
         break
-    if one is None:
+    if not found:
         errs = [p.error for p in f.probes if p.error]
-        f.say("tools", 0.9 if not errs else 0.6,
-              "the template renders no tool calls" + (f" (renders failed: {errs[0]})" if errs else ""))
-        return
-    assert one.span is not None
-    b1 = _call_block(one.span, f)
-    b2 = _call_block(two.span, f) if two is not None and two.span and NAME2 in two.span else None
-    spec = (_json_codec(b1, b2, f) or _pythonic(b1, b2, f) or _name_json(b1, b2, f)
-            or _tagged(b1, b2, f))
-    if spec is None:
-        f.say("tools", 0.3, f"tool calls render as {b1!r} but no codec explains it")
-        return
-    f.tools = spec
+        rendered = any(p.span and NAME1 in p.span for p in f.probes)
+        if rendered:
+            f.say("tools", 0.3, "tool calls render, but no codec explains them")
+        else:
+            f.say("tools", 0.9 if not errs else 0.6,
+                  "the template renders no tool calls" + (f" (renders failed: {errs[0]})" if errs else ""))
 
 
 def _call_block(span: str, f: Findings) -> str:
@@ -305,6 +308,12 @@ def _call_block(span: str, f: Findings) -> str:
         s = s[len(pre):]
     elif pre.strip(_WS) and s.lstrip(_WS).startswith(pre.strip(_WS)):
         s = s.lstrip(_WS)[len(pre.strip(_WS)):]
+    elif pre.strip(_WS):
+        # the same markers with other whitespace between them
+        rx = r"\s*" + r"\s*".join(re.escape(t) for t in pre.split()) + r"\s*"
+        m = re.match(rx, s)
+        if m:
+            s = s[m.end():]
     post = f.content_post
     if post and s.endswith(post):
         s = s[: -len(post)]

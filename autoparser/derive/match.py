@@ -59,6 +59,13 @@ def _score(d: Profile, b: Profile) -> int:
             ok = True
         if not ok:
             return -1
+        d_look = {_n(m) for m in d.tools.lookahead_at_start}
+        if d_look and not d_look <= {_n(m) for m in b.tools.lookahead_at_start}:
+            return -1
+        d_close = {_n(m) for m in (*d.tools.call_close, *d.tools.section_close)}
+        b_close = {_n(m) for m in (*b.tools.call_close, *b.tools.section_close)}
+        if d_close and not d_close <= b_close:
+            score -= 5  # the template closes calls with a marker this dialect does not know
         d_open = _openers(d.tools)
         b_open = _openers(b.tools) | {_n(m) for m in b.tools.lookahead_open}
         if d_open and not d_open <= b_open:
