@@ -92,7 +92,6 @@ class CodecSpec:
     string_delims: tuple[tuple[str, str], ...] = ()
     param: str = ""
     string_true: str = "true"
-    python_literal_values: bool = True
 
 
 @dataclass(frozen=True)

@@ -802,10 +802,6 @@ def _tagged(b1: str, b2: str | None, f: Findings) -> ToolSpec | None:
     return spec
 
 
-def _is_tagish(s: str) -> bool:
-    return bool(re.fullmatch(r"(\S*[>\]|]\S*)(\s+\S*[>\]|])*", s))
-
-
 def _value_close(after1: str, after_last: str, key1: str, key2: str) -> str | None:
     """Closing text of a value: what follows value 1 (and the last value) up to the next open."""
     a = after1.replace(key1, "{key}")

@@ -47,7 +47,6 @@ class Probe:
     span: str | None = None          # the assistant's output (None when the render failed)
     prompt_tail: str = ""            # what the generation prompt adds that the history lacks
     error: str | None = None
-    variant: str = ""                # which fallback shape rendered (e.g. "string-arguments")
     extra: dict[str, Any] = field(default_factory=dict)
 
 

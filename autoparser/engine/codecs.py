@@ -482,6 +482,7 @@ class TaggedBody(Body):
         self.ends = MarkerSet([(t, "trailer")] if t else [])
         self.all_ends = MarkerSet([(t, "trailer")] * bool(t) + [(m, "stop") for m in self.stops.markers])
         self._param_re = self._compile_param()
+        self.coerce_issues: list[tuple[str, str]] = []
 
     def _compile_param(self) -> re.Pattern[str]:
         s = self.spec
@@ -538,7 +539,7 @@ class TaggedBody(Body):
                 return self._reject("a parameter value was cut off by the end of the output", pos,
                                     truncated=True)
             status = "truncated"
-        call = ParsedCall(self.name or "", args, None, status)
+        call = ParsedCall(self.name or "", args, None, status, list(self.coerce_issues))
         if partial:
             call.issues.append(("partial_value", "the last parameter value was cut off; surfaced as is"))
         self.calls = [call]
@@ -584,13 +585,12 @@ class TaggedBody(Body):
                 if not terminated:
                     partial = True
             string_attr = m.groupdict().get("string")
-            args[key] = self._typed(raw, props.get(key) if isinstance(props, Mapping) else None,
-                                    string_attr, schema is not None)
+            args[key] = self._typed(raw, props.get(key) if isinstance(props, Mapping) else None, string_attr)
             if partial or i >= len(body):
                 break
         return args, partial
 
-    def _typed(self, raw: str, schema: Any, string_attr: str | None, have_tools: bool) -> Any:
+    def _typed(self, raw: str, schema: Any, string_attr: str | None) -> Any:
         if string_attr is not None:
             if string_attr.strip() == self.spec.string_true:
                 return raw
@@ -606,10 +606,10 @@ class TaggedBody(Body):
                     return nested
                 except ValueError:
                     pass
-            value, _issue = values.coerce_text(raw, schema)
+            value, issue = values.coerce_text(raw, schema)
+            if issue:
+                self.coerce_issues.append(("coercion_fallback", issue))
             return value
-        if string_attr is not None:
-            return raw
         return raw
 
 

@@ -538,7 +538,7 @@ class Parser:
             return j
         if st == "reject":
             return self._reject(rg, w, j, truncated=body.truncated, reason=body.reason)
-        self._emit_calls(rg, body.calls)
+        self._emit_calls(rg, body.calls, self._at(j))
         rg.body = None
         rg.state = "after"
         return j
@@ -663,33 +663,34 @@ class Parser:
         self._mode = "content"
         return m.end
 
-    def _emit_calls(self, rg: _Region, calls: list[ParsedCall]) -> None:
+    def _emit_calls(self, rg: _Region, calls: list[ParsedCall], pos: int) -> None:
+        """Announce parsed calls; ``pos`` (where the call text ended) locates their issues."""
         for c in calls:
-            self._emit_call(c)
+            self._emit_call(c, pos)
         rg.emitted += max(1, len(calls))
         rg.raw = []
         rg.raw_has_marker = False
 
-    def _emit_call(self, c: ParsedCall) -> None:
+    def _emit_call(self, c: ParsedCall, pos: int) -> None:
         known = not self._have_tools or c.name in self._schemas
         if not known:
             pol = self.policy.unknown_tool
             if pol == "raise":
-                self._issue("unknown_tool", f"call to unknown tool {c.name!r}", self._pos, "raise")
+                self._issue("unknown_tool", f"call to unknown tool {c.name!r}", pos, "raise")
             if pol == "drop":
-                self._issue("unknown_tool", f"dropped a call to unknown tool {c.name!r}", self._pos)
+                self._issue("unknown_tool", f"dropped a call to unknown tool {c.name!r}", pos)
                 return
-            self._issue("unknown_tool", f"call to a tool not in the request: {c.name!r}", self._pos)
+            self._issue("unknown_tool", f"call to a tool not in the request: {c.name!r}", pos)
         idx = self._start_call(c.name, c.id)
         cid = c.id or f"call_{idx}"
         for code, msg in c.issues:
-            self._issue(code, f"{c.name}: {msg}", self._pos)
+            self._issue(code, f"{c.name}: {msg}", pos)
         status: CallStatus = c.status
         if self._have_tools and known:
             problems = values.validate_arguments(c.arguments, self._schemas.get(c.name))
             if problems:
                 msg = f"{c.name}: arguments do not match the tool schema: {'; '.join(problems)}"
-                self._issue("schema_mismatch", msg, self._pos,
+                self._issue("schema_mismatch", msg, pos,
                             "raise" if self.policy.schema_mismatch == "raise" else "")
                 if status == "ok":
                     status = "invalid"
@@ -787,7 +788,7 @@ class Parser:
             self._issue("invalid_call", f"{self._h_name}: arguments are not a JSON object", self._at(j))
         else:
             rg = _Region("harmony", "")
-            self._emit_calls(rg, [ParsedCall(self._h_name, args, None, status)])
+            self._emit_calls(rg, [ParsedCall(self._h_name, args, None, status)], self._at(j))
         self._h_scanner = None
         self._mode = "h_after"
         return j

@@ -46,7 +46,7 @@ class BalancedScanner:
     """Scans one bracketed value starting at its opening bracket."""
 
     __slots__ = ("_brackets", "_closers", "_esc", "_in", "_out_re", "_str_close", "_str_re",
-                 "_strings", "_tokens", "pieces", "stack", "started", "stop_match")
+                 "_strings", "_tokens", "pieces", "stack")
 
     def __init__(
         self,
@@ -61,8 +61,6 @@ class BalancedScanner:
         self._esc = False
         self.stack: list[str] = []
         self.pieces: list[str] = []
-        self.started = False
-        self.stop_match = ""
 
     @property
     def in_string(self) -> bool:
@@ -79,7 +77,7 @@ class BalancedScanner:
         """Consume from ``pos``; returns (status, index).
 
         ``done``: the value ended just before ``index``. ``stop``: a stop marker starts at
-        ``index`` outside any string (``stop_match`` names it). ``more``: everything before
+        ``index`` outside any string. ``more``: everything before
         ``index`` was consumed; ``text[index:]`` must be fed again with more text. ``error``: an
         unbalanced closing bracket at ``index``.
         """
@@ -135,7 +133,6 @@ class BalancedScanner:
             j = m.start()
             if len(tok) == 1 and tok in self._brackets:
                 self.stack.append(tok)
-                self.started = True
                 i = m.end()
                 continue
             if len(tok) == 1 and tok in self._closers:
@@ -156,7 +153,6 @@ class BalancedScanner:
                     i = m.end()
                     break
             else:
-                self.stop_match = tok
                 self.pieces.append(text[pos:j])
                 return "stop", j
         self.pieces.append(text[pos:n])

@@ -162,16 +162,19 @@ class _Builder:
     """Turns a profile plus tool schemas into GBNF rules."""
 
     def __init__(self, profile: Profile, tools: Mapping[str, Mapping[str, Any]]) -> None:
-        if profile.tools is None:
-            raise ExportError(f"profile {profile.name or '<derived>'!r} has no tool-call format "
-                              "(no grammar to build)")
         self.p = profile
-        self.t: ToolSpec = profile.tools
         self.tools = dict(tools)
         self.r = _Rules()
         self.ws = self.r.add("ws", "[ \\t\\n\\r]*")
         self.notes: list[str] = []
         self._excl: dict[tuple[tuple[str, ...], bool], str] = {}
+
+    @property
+    def t(self) -> ToolSpec:
+        """The tool-marker format (Harmony profiles have none: their calls are routed by headers)."""
+        if self.p.tools is None:
+            raise ExportError(f"profile {self.p.name or '<derived>'!r} has no tool markers")
+        return self.p.tools
 
     # -- text that does not contain given strings ------------------------------------------------
     def excluding(self, stops: Sequence[str], name: str, nonempty: bool = False) -> str:
