@@ -67,6 +67,7 @@ def analyze_detailed(chat_template: str, bos_token: str | None = None, eos_token
         f.say(e.field.split(".")[0], 0.2, f"derived {e.field} is unusable ({e}); left out")
         prof = replace(prof, tools=None) if e.field.startswith("tools") else replace(prof, reasoning=None)
         Profile.from_dict(prof.to_dict())
+    _structural_checks(prof, f, special_tokens)
     check = self_check(pr, prof, n=check_messages, as_string=bool(f.tools_kw.get("as_string")),
                        content_with_calls=f.tools_kw.get("content", ""))
     conf = _confidence(f, check)
@@ -120,6 +121,44 @@ def _from_override(prof: Profile, o: dict[str, Any]) -> Profile:
                    field_confidence=prof.field_confidence,
                    evidence=(*prof.evidence, f"override for template {o['template']!r} "
                              f"(sha256 {o['sha256'][:12]}...): dialect {o['dialect']!r} because {o['reason']}"))
+
+
+def _markers_of(p: Profile) -> dict[str, tuple[str, ...]]:
+    out: dict[str, tuple[str, ...]] = {"strip": p.strip}
+    if p.reasoning is not None:
+        out["reasoning"] = (*p.reasoning.open, *p.reasoning.close)
+    if p.tools is not None:
+        t = p.tools
+        out["tools.markers"] = (*t.section_open, *t.section_close, *t.call_open, *t.call_close)
+        out["tools.codec"] = tuple(x for x in (t.codec.header, t.codec.param, t.codec.trailer) if x)
+    return out
+
+
+def _structural_checks(p: Profile, f: Findings, special_tokens: tuple[str, ...]) -> None:
+    """Checks that need no render: sentinels never leak into markers, markers pair up, and
+    markers the tokenizer knows as special tokens are confirmed by it."""
+    from .markup import pairs_with
+
+    for field, markers in _markers_of(p).items():
+        leaked = [m for m in markers if "QX" in m]
+        if leaked:
+            f.say(field, 0.3, f"structural check failed: probe data leaked into markers {leaked}")
+    r = p.reasoning
+    if r is not None and r.open and r.close and not any(pairs_with(o.strip(), c) for o in r.open
+                                                        for c in r.close):
+        f.evidence.append(f"structural: reasoning markers {r.open[0]!r} / {r.close[0]!r} are not an "
+                          "open/close pair")
+        f.confidence["reasoning"] = min(f.confidence.get("reasoning", 1.0), 0.8)
+    t = p.tools
+    if t is not None:
+        for a, b in ((t.section_open, t.section_close), (t.call_open, t.call_close)):
+            if a and b and not pairs_with(a[0], b[0]):
+                f.evidence.append(f"structural: {a[0]!r} / {b[0]!r} are not an open/close pair")
+    if special_tokens:
+        special = set(special_tokens)
+        known = sorted({m for ms in _markers_of(p).values() for m in ms if m in special})
+        if known:
+            f.evidence.append(f"special tokens: the tokenizer confirms markers {', '.join(known)}")
 
 
 def _confidence(f: Findings, check: CheckResult) -> float:
