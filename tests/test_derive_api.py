@@ -75,7 +75,8 @@ def test_detect_by_template_or_model_id() -> None:
 
 
 def test_template_without_tools_derives_none() -> None:
-    t = "{% for m in messages %}<s>{{ m.role }}: {{ m.content }}</s>{% endfor %}{% if add_generation_prompt %}<s>assistant: {% endif %}"
+    t = ("{% for m in messages %}<s>{{ m.role }}: {{ m.content }}</s>{% endfor %}"
+         "{% if add_generation_prompt %}<s>assistant: {% endif %}")
     p = autoparser.analyze(t, known=False)
     assert p.tools is None and p.reasoning is None
     assert any("renders no tool calls" in e for e in p.evidence)
