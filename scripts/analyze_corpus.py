@@ -15,7 +15,6 @@ import argparse
 import csv
 import json
 import os
-import re
 import statistics
 import sys
 import time
@@ -27,6 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import autoparser  # noqa: E402
+from autoparser.compare import normalize, summary  # noqa: E402
 from autoparser.derive import analyze_detailed  # noqa: E402
 from autoparser.derive.match import _score  # noqa: E402
 
@@ -34,21 +34,6 @@ PEER_DIALECTS = {"hermes", "qwen3-coder", "glm", "gemma4", "kimi-k2", "mistral",
                  "minimax-m3", "think", "llama3-json", "pythonic", "deepseek-r1", "deepseek-v3",
                  "deepseek-v3.1", "deepseek-v3.2", "deepseek-v4", "functiongemma", "granite", "phi4",
                  "jamba", "command-r", "ernie"}
-
-
-def norm(s: str | None) -> str:
-    return re.sub(r"\s+", " ", s or "").strip()
-
-
-def summarize(res: Any) -> dict[str, Any]:
-    return {"reasoning": norm(res.reasoning), "content": norm(res.content),
-            "tool_calls": [{"name": c.name, "arguments": c.arguments} for c in res.tool_calls]}
-
-
-def expected(case: dict[str, Any]) -> dict[str, Any]:
-    e = case["expected"]
-    return {"reasoning": norm(e.get("reasoning")), "content": norm(e.get("content")),
-            "tool_calls": [{"name": c["name"], "arguments": c["arguments"]} for c in e.get("tool_calls", [])]}
 
 
 def run_vectors(prof: autoparser.Profile, cases: list[dict[str, Any]]) -> tuple[int, list[str]]:
@@ -68,8 +53,8 @@ def run_vectors(prof: autoparser.Profile, cases: list[dict[str, Any]]) -> tuple[
                 for ch in chunks:
                     p.feed(ch)
                 p.close()
-                results.append(summarize(p.result()))
-            good = results[0] == results[1] == expected(case)
+                results.append(summary(p.result()))
+            good = results[0] == results[1] == normalize(case["expected"])
         except Exception as e:  # a crash is a failure
             good = False
             results = [{"error": repr(e)}]

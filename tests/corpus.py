@@ -16,7 +16,6 @@ import importlib.util
 import itertools
 import json
 import random
-import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -59,37 +58,11 @@ def corpus_files() -> list[Path]:
 
 # ----------------------------------------------------------------------------- normalisation
 
-_WS = re.compile(r"\s+")
-
-
-def norm_text(s: str | None) -> str:
-    """Collapse whitespace runs to one space and strip the ends (the harness rule)."""
-    return _WS.sub(" ", s or "").strip()
-
-
-def _args(value: Any) -> Any:
-    if isinstance(value, str):  # tolerate an engine that hands back a JSON string
-        try:
-            return json.loads(value)
-        except ValueError:
-            return value
-    return value
-
-
 def normalize(summary: dict[str, Any]) -> dict[str, Any]:
-    """Normalise an ``{"reasoning", "content", "tool_calls"}`` mapping for comparison.
+    """The conformance comparison form (autoparser.compare.normalize)."""
+    from autoparser.compare import normalize as _normalize
 
-    Works for a case's ``expected`` block and for :func:`summarize` output alike: whitespace runs
-    collapsed and ends trimmed; tool calls reduced to ``{"name", "arguments"}`` (ids dropped).
-    """
-    return {
-        "reasoning": norm_text(summary.get("reasoning")),
-        "content": norm_text(summary.get("content")),
-        "tool_calls": [
-            {"name": c["name"], "arguments": _args(c.get("arguments", {}))}
-            for c in summary.get("tool_calls") or []
-        ],
-    }
+    return _normalize(summary)
 
 
 def summarize(res: Any) -> dict[str, Any]:

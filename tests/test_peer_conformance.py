@@ -10,7 +10,6 @@ from __future__ import annotations
 import itertools
 import json
 import random
-import re
 import zlib
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ from typing import Any
 import pytest
 
 import autoparser
+from autoparser.compare import normalize, summary
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 CASES_FILE = SHARED / "conformance" / "peer-cases.json"
@@ -39,21 +39,6 @@ def _cases() -> list[dict[str, Any]]:
     return list(json.loads(CASES_FILE.read_text(encoding="utf-8")))
 
 
-def norm(s: str | None) -> str:
-    return re.sub(r"\s+", " ", s or "").strip()
-
-
-def summarize(res: autoparser.Result) -> dict[str, Any]:
-    return {"reasoning": norm(res.reasoning), "content": norm(res.content),
-            "tool_calls": [{"name": c.name, "arguments": c.arguments} for c in res.tool_calls]}
-
-
-def expected(case: dict[str, Any]) -> dict[str, Any]:
-    e = case["expected"]
-    return {"reasoning": norm(e.get("reasoning")), "content": norm(e.get("content")),
-            "tool_calls": [{"name": c["name"], "arguments": c["arguments"]} for c in e.get("tool_calls", [])]}
-
-
 def run(case: dict[str, Any], chunks: list[str]) -> dict[str, Any]:
     notes = case.get("notes") or ""
     reasoning = "prefilled" if "[prompt-opened-reasoning]" in notes or case["dialect"] == "deepseek-r1" else None
@@ -61,7 +46,7 @@ def run(case: dict[str, Any], chunks: list[str]) -> dict[str, Any]:
     for ch in chunks:
         p.feed(ch)
     p.close()
-    return summarize(p.result())
+    return summary(p.result())
 
 
 def _params() -> list[Any]:
@@ -77,7 +62,7 @@ def _params() -> list[Any]:
 def test_peer_vector(case: dict[str, Any]) -> None:
     text = case["input"]
     whole = run(case, [text])
-    assert whole == expected(case)
+    assert whole == normalize(case["expected"])
     assert run(case, list(text)) == whole, "one character at a time differs from whole"
     for k in range(1, len(text)):
         assert run(case, [text[:k], text[k:]]) == whole, f"split at {k} differs from whole"
@@ -95,7 +80,7 @@ def test_overall_rate() -> None:
     for c in cases:
         d = by.setdefault(c["dialect"], [0, 0])
         d[1] += 1
-        d[0] += run(c, [c["input"]]) == expected(c)
+        d[0] += run(c, [c["input"]]) == normalize(c["expected"])
     total = sum(v[0] for v in by.values())
     assert total / len(cases) >= 0.98, f"overall {total}/{len(cases)}"
     for dialect, (ok, n) in by.items():
