@@ -78,9 +78,9 @@ def any_to_lark(g: str) -> str:
     return gbnf_to_char_lark(g)
 
 PEERS = Path(__file__).resolve().parents[1].parent / "shared" / "conformance" / "peer-cases.json"
-#: dialects the issue requires, plus every other one with a tool-marker format
-REQUIRED = ("hermes", "qwen3-coder", "mistral", "llama3-json", "kimi-k2")
-NOT_COVERED = {"harmony", "think"}
+#: dialects the issue requires, plus every other one with a tool-call format
+REQUIRED = ("hermes", "qwen3-coder", "mistral", "llama3-json", "kimi-k2", "harmony")
+NOT_COVERED = {"think"}
 #: vectors our lenient parser reads but whose text is not the wire format the grammar generates
 EXCLUDED = {
     "dyn-q3c-b4d-missing-param-close": "malformed: a closing </parameter> is missing",
@@ -166,6 +166,8 @@ def _valid(value: Any, schema: Any) -> bool:
 
 
 def _triggers(prof: autoparser.Profile) -> list[str]:
+    if prof.messages is not None:  # Harmony: the parser leaves content at a header marker
+        return [prof.messages.channel, prof.messages.start]
     t = prof.tools
     assert t is not None
     return [*t.section_open, *t.call_open, *t.lookahead_open]
@@ -199,7 +201,8 @@ def tool_part(case: dict[str, Any]) -> tuple[str | None, str, str]:
     got = [{"name": c.name, "arguments": c.arguments} for c in res.tool_calls]
     if got != [{"name": c["name"], "arguments": c["arguments"]} for c in exp]:
         return None, "", "the calls are not all in one tool-call part"
-    if res.content.strip() or res.reasoning.strip():
+    # a Harmony turn carries its analysis messages in the grammar's part; elsewhere reasoning is prose
+    if res.content.strip() or (res.reasoning.strip() and prof.messages is None):
         return None, "", "text between or after calls"
     if res.issues or any(c.status != "ok" for c in res.tool_calls):
         return None, "", "needs repair: " + ",".join(sorted({i.code for i in res.issues}))
@@ -230,13 +233,27 @@ CLEAN = _clean()
 
 
 def _mutations(dialect: str, part: str, case: dict[str, Any]) -> list[tuple[str, str]]:
+    prof = autoparser.get_profile(dialect)
     name = case["expected"]["tool_calls"][0]["name"]
+    # Harmony: the name after the recipient prefix (an analysis message may mention the tool too)
+    at = prof.messages.recipient_prefix if prof.messages is not None else ""
     muts = [("truncated", part[:-3]),
-            ("unknown tool", part.replace(name, "no_such_tool_xyz", 1)),
+            ("unknown tool", part.replace(at + name, at + "no_such_tool_xyz", 1)),
             ("garbage after the trigger", _insert_after_trigger(dialect, part, "@@garbage@@"))]
     last_brace = part.rfind("}")
-    if last_brace > 0 and autoparser.get_profile(dialect).tools.codec.kind != "tagged":  # type: ignore[union-attr]
+    if last_brace > 0 and (prof.tools is None or prof.tools.codec.kind != "tagged"):
         muts.append(("unbalanced braces", part[:last_brace] + part[last_brace + 1:]))
+    if prof.messages is not None:
+        # the first call's arguments as written: cut inside them, and break the schema (strings
+        # become numbers, anything else a string)
+        first = case["expected"]["tool_calls"][0]["arguments"]
+        spelt = [a for a in (json.dumps(first, separators=(",", ":")), json.dumps(first)) if a in part]
+        assert spelt, f"arguments of {case['id']} not found verbatim"
+        args = spelt[0]
+        at_args = part.index(args)
+        bad = json.dumps({k: 7 if isinstance(v, str) else "x" for k, v in first.items()})
+        muts += [("truncated arguments", part[: at_args + len(args) - 2]),
+                 ("arguments violate the schema", part.replace(args, bad, 1))]
     return [(k, v) for k, v in muts if v != part]
 
 
@@ -339,8 +356,8 @@ def test_pythonic_and_relaxed_values() -> None:
 def test_errors_are_clear() -> None:
     with pytest.raises(ExportError, match="no tool-call format"):
         build_grammar(autoparser.get_profile("think"), None, "gbnf")
-    with pytest.raises(ExportError, match="Harmony"):
-        emit(autoparser.get_profile("harmony"), "ebnf")
+    with pytest.raises(ExportError, match="Harmony header"):
+        emit(autoparser.get_profile("harmony"), "ebnf", {"get weather": {}})
     with pytest.raises(ExportError, match="valid: ebnf, gbnf, structural-tag"):
         build_grammar(autoparser.get_profile("hermes"), None, "bnf")  # type: ignore[arg-type]
 
@@ -351,6 +368,230 @@ def test_gbnf_lists_its_triggers() -> None:
     assert g.start_triggers == ("{",)
     assert '"<|python_tag|>"' in g.text.splitlines()[2]
 
+
+
+# -- Harmony (header-routed messages) and think (no tool calls) -----------------------------------
+
+_H_TOOLS = [
+    {"type": "function", "function": {"name": "get_weather", "parameters": {
+        "type": "object", "properties": {"city": {"type": "string"}, "unit": {"enum": ["c", "f"]},
+                                         "days": {"type": "integer"}},
+        "required": ["city"]}}},
+    {"type": "function", "function": {"name": "get_time", "parameters": {
+        "type": "object", "properties": {"tz": {"type": "string"}}, "required": ["tz"]}}},
+]
+_ANALYSIS = "<|channel|>analysis<|message|>Need the weather; get_weather takes a city.<|end|><|start|>assistant"
+_CALL = ('<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>'
+         '{"city": "Paris", "days": 2}<|call|>')
+_TIME = '<|channel|>commentary to=functions.get_time <|constrain|>json<|message|>{"tz": "UTC"}<|call|>'
+
+#: what gpt-oss writes (and the parser reads as the intended calls or answer)
+HARMONY_OK = {
+    "canonical": _ANALYSIS + _CALL,
+    "call only": _CALL,
+    "role echoed by the engine": "<|start|>assistant" + _CALL,
+    "stop token stripped": _CALL.removesuffix("<|call|>"),
+    "content type json": _CALL.replace(" <|constrain|>json", " json"),
+    "no content type": _CALL.replace(" <|constrain|>json", ""),
+    "call from the analysis channel": '<|channel|>analysis to=functions.get_time code<|message|>{"tz":"UTC"}<|call|>',
+    "recipient in the role": _ANALYSIS + ' to=functions.get_time<|channel|>commentary json<|message|>{"tz": "UTC"}',
+    "two calls": _CALL + "<|start|>assistant" + _TIME,
+    "unit from the enum": _CALL.replace('"days": 2', '"unit": "f"'),
+    "final answer": _ANALYSIS + "<|channel|>final<|message|>Sunny in Paris.<|return|>",
+    "final, stop token stripped": "<|channel|>final<|message|>Sunny.",
+    "preamble then call": "<|channel|>commentary<|message|>Checking.<|end|><|start|>assistant" + _CALL,
+    "two analysis messages": _ANALYSIS + _ANALYSIS + _CALL,
+}
+#: (text, whether a structural tag must reject it too: tags hold headers and arguments, not bodies)
+HARMONY_BAD = {
+    "unknown tool": (_CALL.replace("get_weather", "get_wether"), True),
+    "truncated arguments": (_CALL[: _CALL.index(', "days"')], True),
+    "string for an integer": (_CALL.replace('"days": 2', '"days": "2"'), True),
+    "value outside the enum": (_CALL.replace('"days": 2', '"unit": "k"'), True),
+    "required property missing": (_CALL.replace('"city": "Paris", ', ""), True),
+    "extra property": (_CALL.replace('"days": 2', '"days": 2, "x": 1'), True),
+    "properties out of schema order": (_CALL.replace('"city": "Paris", "days": 2', '"days": 2, "city": "Paris"'), True),
+    "arguments not an object": (_CALL.replace('{"city": "Paris", "days": 2}', '["Paris"]'), True),
+    "arguments of another tool": (_CALL.replace('"city": "Paris", "days": 2', '"tz": "UTC"'), True),
+    "call on the final channel": (_CALL.replace("commentary to=", "final to="), True),
+    "recipient but no arguments": ("<|channel|>analysis to=functions.get_time<|message|>think<|end|>", True),
+    "unknown channel": ("<|channel|>secret<|message|>x<|end|><|start|>assistant" + _CALL, True),
+    "header marker inside a body": ("<|channel|>analysis<|message|>x<|channel|>final<|message|>y", False),
+    "analysis only (no answer, no call)": (_ANALYSIS.removesuffix("<|start|>assistant"), False),
+    "text after the call": (_CALL + " Done.", False),
+    "role missing between messages": (_ANALYSIS.removesuffix("<|start|>assistant") + _CALL, False),
+}
+
+
+def _harmony(fmt: str, tools: object = _H_TOOLS) -> str:
+    return build_grammar(autoparser.get_profile("harmony"), tools, fmt).text  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("kind", list(HARMONY_OK))
+def test_harmony_accepts_what_gpt_oss_writes(kind: str) -> None:
+    text = HARMONY_OK[kind]
+    assert accepts_gbnf(_harmony("gbnf"), text)
+    assert accepts_gbnf(_harmony("ebnf"), text)
+    assert accepts_gbnf(_harmony("ebnf"), "Some prose first. " + text)
+    assert accepts_structural_tag(_harmony("structural-tag"), "Some prose first. " + text)
+
+
+@pytest.mark.parametrize("kind", list(HARMONY_BAD))
+def test_harmony_rejects_malformed_turns(kind: str) -> None:
+    text, tag_rejects = HARMONY_BAD[kind]
+    assert not accepts_gbnf(_harmony("gbnf"), text)
+    assert not accepts_gbnf(_harmony("ebnf"), text)
+    if tag_rejects:
+        assert not accepts_structural_tag(_harmony("structural-tag"), text)
+
+
+def _harmony_texts() -> list[tuple[str, object]]:
+    texts: list[tuple[str, object]] = [(t, _H_TOOLS) for t in HARMONY_OK.values()]
+    texts += [(t, _H_TOOLS) for t, _ in HARMONY_BAD.values()]
+    if PEERS.is_file():
+        texts += [(c["input"], c["tools"]) for c in json.loads(PEERS.read_text(encoding="utf-8"))
+                  if c["dialect"] == "harmony" and c["tools"]]
+    return texts
+
+
+@pytest.mark.parametrize("fmt", ["gbnf", "ebnf", "structural-tag"])
+def test_harmony_accepted_text_never_holds_an_unconstrained_call(fmt: str) -> None:
+    """Soundness: whatever a Harmony grammar accepts, the parser reads only calls of the given
+    tools with schema-valid arguments (a grammar that let a call through untyped would be wrong)."""
+    prof = autoparser.get_profile("harmony")
+    accepted = 0
+    for text, tools in _harmony_texts():
+        g = build_grammar(prof, tools, fmt)  # type: ignore[arg-type]
+        if fmt == "gbnf":
+            starts = [i for i in (text.find(t) for t in g.triggers) if i >= 0]
+            if not starts:
+                continue
+            text = text[min(starts):]
+            ok = accepts_gbnf(g.text, text)
+        elif fmt == "ebnf":
+            ok = accepts_gbnf(g.text, text)
+        else:
+            ok = accepts_structural_tag(g.text, text)
+        if not ok:
+            continue
+        accepted += 1
+        schemas = normalize_tools(tools)
+        res = autoparser.parse(text, prof, tools=tools)
+        assert not [i for i in res.issues if "call" in i.code], (text, res.issues)
+        for c in res.tool_calls:
+            assert c.name in schemas and c.status == "ok", text
+            assert _valid(c.arguments, {"type": "object", **schemas[c.name]}), text
+    assert accepted >= len(HARMONY_OK)
+
+
+
+_FRAGMENTS = ("<|start|>", "assistant", "<|channel|>", "analysis", "commentary", "final", " ",
+              " to=functions.get_weather", " to=functions.get_time", "to=functions.", "get_time", " json",
+              " <|constrain|>json", "<|constrain|>", " code", "<|message|>", "<|end|>", "<|call|>", "<|return|>",
+              '{"city": "Paris"}', '{"tz": "UTC"}', '{"tz": 5}', '{"city": "P', "}", "{", '"', "hi", "x<", "|>", "\n")
+
+
+def test_harmony_soundness_on_random_texts() -> None:
+    """The same implication on 300 random texts: Harmony fragments strung together, and valid turns
+    with a stretch replaced by a fragment. Seeded, so a failure reproduces."""
+    import random
+
+    prof = autoparser.get_profile("harmony")
+    schemas = normalize_tools(_H_TOOLS)
+    matchers: dict[str, tuple[tuple[str, ...], Any]] = {}
+    for fmt in ("gbnf", "ebnf", "structural-tag"):
+        g = build_grammar(prof, _H_TOOLS, fmt)
+        if fmt == "structural-tag":
+            d = json.loads(g.text)["format"]
+            tags = [llg.StructTag(trigger=t["begin"], begin=t["begin"], end=t["end"],
+                                  grammar=any_to_lark(t["content"]["grammar"]).replace("%llguidance {}\n", ""))
+                    for t in d["tags"]]
+            compiled = llg.StructTag.to_grammar(tags, assume_special=False)
+        else:
+            compiled = llg.LLMatcher.grammar_from_lark(any_to_lark(g.text))
+        matchers[fmt] = (g.triggers if fmt == "gbnf" else (), compiled)
+    rng = random.Random(20240611)
+    seeds = list(HARMONY_OK.values())
+    accepted = 0
+    for _ in range(300):
+        if rng.random() < 0.5:
+            text = "".join(rng.choice(_FRAGMENTS) for _ in range(rng.randint(1, 14)))
+        else:
+            seed = rng.choice(seeds)
+            i = rng.randint(0, len(seed))
+            text = seed[:i] + rng.choice((*_FRAGMENTS, "")) + seed[min(len(seed), i + rng.randint(0, 12)):]
+        for triggers, compiled in matchers.values():
+            out = text
+            if triggers:  # a lazy grammar sees the output from its first trigger on
+                starts = [i for i in (text.find(t) for t in triggers) if i >= 0]
+                if not starts:
+                    continue
+                out = text[min(starts):]
+            m = llg.LLMatcher(_TOK, compiled, log_level=0)
+            if not (m.consume_tokens(list(out.encode())) and m.is_accepting()):
+                continue
+            accepted += 1
+            res = autoparser.parse(out, prof, tools=_H_TOOLS)
+            assert not [i for i in res.issues if "call" in i.code], (out, res.issues)
+            for c in res.tool_calls:
+                assert c.name in schemas and c.status == "ok", out
+                assert _valid(c.arguments, {"type": "object", **schemas[c.name]}), out
+    assert accepted > 150
+
+def test_harmony_grammar_is_derived_from_the_messages_spec() -> None:
+    from autoparser.profile import MessagesSpec
+
+    spec = MessagesSpec(start="<S>", channel="<C>", message="<M>", ends=("<E>", "<CALL>"),
+                        constrain="<K>", recipient_prefix="to=tools.", reasoning_channels=("thinking",))
+    prof = autoparser.get_profile("harmony").replace(name="renamed", messages=spec)
+    text = '<C>thinking<M>hmm<E><S>assistant<C>commentary to=tools.get_time <K>json<M>{"tz": "UTC"}<CALL>'
+    res = autoparser.parse(text, prof, tools=_H_TOOLS)
+    assert [(c.name, c.arguments) for c in res.tool_calls] == [("get_time", {"tz": "UTC"})]
+    g = build_grammar(prof, _H_TOOLS, "gbnf")
+    assert g.triggers == ("<C>", "<S>")
+    assert accepts_gbnf(g.text, text)
+    assert not accepts_gbnf(g.text, HARMONY_OK["canonical"])
+    assert not accepts_gbnf(g.text, text.replace("thinking", "analysis"))  # not a reasoning channel here
+    assert "<|" not in g.text
+
+
+def test_harmony_grammar_accepts_the_live_layout() -> None:
+    """The layout ``autoparser.live.grammar`` forces for OpenVINO GenAI is one the exports accept."""
+    from autoparser.live.grammar import example_calls
+
+    prof = autoparser.get_profile("harmony")
+    text = example_calls(prof, [("get_weather", {"city": "Paris", "days": 2})])
+    assert text == _CALL
+    for fmt in ("gbnf", "ebnf"):
+        assert accepts_gbnf(_harmony(fmt), text)
+    assert accepts_structural_tag(_harmony("structural-tag"), text)
+
+
+def test_harmony_triggers_and_no_tools() -> None:
+    g = build_grammar(autoparser.get_profile("harmony"), None, "gbnf")
+    assert g.triggers == ("<|channel|>", "<|start|>") and g.start_triggers == ()
+    assert '["<|channel|>", "<|start|>"]' in g.text.splitlines()[2]
+    anything = '<|channel|>commentary to=functions.any_tool <|constrain|>json<|message|>{"x": [1, {"y": null}]}'
+    assert accepts_gbnf(g.text, anything)
+    assert not accepts_gbnf(g.text, anything.replace('{"x": [1, {"y": null}]}', '"x"'))
+    st = json.loads(_harmony("structural-tag"))["format"]
+    assert st["triggers"] == ["<|channel|>", "<|start|>"]
+    assert [t["begin"] for t in st["tags"]] == st["triggers"]
+    with pytest.raises(ExportError, match="Harmony header"):
+        build_grammar(autoparser.get_profile("harmony"), {"a<b": {}}, "gbnf")
+    both = autoparser.get_profile("harmony").replace(tools=autoparser.get_profile("hermes").tools)
+    with pytest.raises(ExportError, match="both tool markers"):
+        build_grammar(both, None, "gbnf")
+
+
+@pytest.mark.parametrize("fmt", ["gbnf", "ebnf", "structural-tag"])
+def test_think_has_nothing_to_constrain(fmt: str) -> None:
+    prof = autoparser.get_profile("think")
+    with pytest.raises(ExportError, match="'think' has no tool-call format to constrain") as e:
+        build_grammar(prof, _H_TOOLS, fmt)  # type: ignore[arg-type]
+    assert "run without a grammar" in str(e.value)
+    with pytest.raises(ExportError, match="no tool-call format"):
+        emit(prof, fmt)
 
 if os.environ.get("AUTOPARSER_PRINT_GRAMMAR_SKIPS"):  # pragma: no cover - a helper for the docs
     for _c in CASES:

@@ -15,6 +15,13 @@ Three renderings of one rule set:
 * ``structural-tag`` (xgrammar ``triggered_tags``, used by vLLM, SGLang and OpenVINO GenAI): one
   tag per trigger whose content is the EBNF of the rest of the call(s).
 
+Harmony (gpt-oss) has no tool markers: a call is a message whose header names a recipient. The
+grammar is built from the profile's ``messages`` markers and triggers where the parser leaves
+plain content (the start and channel markers); from there it spells every header, so the model
+can still reason and answer, but any message it addresses to a tool carries arguments typed by
+that tool's schema (see :class:`_Harmony`). A profile with no tool-call format at all (``think``)
+gets an ExportError, never a grammar that would constrain nothing.
+
 Choices where the parser accepts more than one spelling: the grammar accepts the spellings the
 parser accepts (whitespace runs wherever a profile pattern has whitespace, JSON keys ``name`` and
 ``arguments`` in either order, every name/argument key alias), but object properties follow the
@@ -31,7 +38,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ..profile import CodecSpec, Profile, ToolSpec
+from ..profile import CodecSpec, MessagesSpec, Profile, ToolSpec
 from .errors import ExportError
 
 __all__ = ["GrammarExport", "build_grammar", "grammar_dialects", "normalize_tools"]
@@ -689,6 +696,138 @@ def _types(schema: Any) -> set[str]:
     return out
 
 
+# -- Harmony: calls routed by message headers -------------------------------------------------------
+
+#: Harmony words a MessagesSpec does not record. The parser routes a message by its recipient and
+#: its reasoning channels alone, so it never needed them; a grammar has to spell headers out. The
+#: role follows ``start``; calls go to the commentary channel (gpt-oss also addresses functions
+#: from a reasoning channel, and the parser reads that as a call too); the answer is ``final``; a
+#: call header may name a content type (``<|constrain|>json``, ``json``, or ``code`` as gpt-oss
+#: writes for its builtin tools).
+_H_ROLE = "assistant"
+_H_CALL_CHANNEL = "commentary"
+_H_FINAL_CHANNEL = "final"
+_H_CONTENT_TYPES = ("json", "code")
+
+
+class _Harmony:
+    """GBNF rules for one Harmony assistant turn, mirroring how the parser routes it.
+
+    The parser leaves plain content at ``start`` or ``channel``, reads a header up to ``message``
+    and treats the body as a tool call whenever that header holds ``recipient_prefix``. So the
+    grammar takes over at those two markers (its triggers) and writes every header itself: a
+    header either names a plain channel, and its body is free text without markers, or names a
+    recipient, and its body is that tool's arguments typed by the schema. No text this grammar
+    accepts can reach the parser as an unconstrained call.
+
+    Layout (canonical first, then the spellings the parser also reads and gpt-oss really writes):
+    ``[<|start|>assistant]`` (engines that echo the role), any number of analysis or recipient-less
+    commentary messages each closed by an end marker and followed by ``<|start|>assistant``, then
+    either a ``final`` message or one or more calls
+    ``<|channel|>commentary to=functions.NAME <|constrain|>json<|message|>{ARGS}<|call|>`` (content
+    type also ``json``, ``code`` or none; channel also a reasoning one; the recipient may instead sit
+    in the role, ``<|start|>assistant to=functions.NAME<|channel|>commentary...``). The end marker
+    after the last message is optional: engines treat ``<|call|>`` and ``<|return|>`` as stop tokens
+    and strip them (llama.cpp never lets a grammar match a stop token as text).
+    """
+
+    def __init__(self, b: _Builder, m: MessagesSpec) -> None:
+        self.b, self.m, self.r = b, m, b.r
+        for tool in b.tools:
+            if not tool or re.search(r"[\s<]", tool):
+                raise ExportError(f"tool name {tool!r} cannot be written in a Harmony header "
+                                  "(the recipient ends at whitespace or '<')")
+        r = self.r
+        self.role = r.add("h-role", _lit(m.start + _H_ROLE))
+        self.end = r.add("h-end", _alt([_lit(e) for e in m.ends]))
+        con = f"{_lit(m.constrain)}? " if m.constrain else ""
+        ctype = r.add("h-content-type", f'( " " {con}{_alt([_lit(t) for t in _H_CONTENT_TYPES])} )?')
+        chan = r.add("h-call-channel", _alt([_lit(c) for c in (_H_CALL_CHANNEL, *m.reasoning_channels)]))
+        self.note_channels = [*m.reasoning_channels, _H_CALL_CHANNEL]
+        in_channel: list[str] = []
+        in_role: list[str] = []
+        for name in b.names():
+            args = b.args_object(name, "json")
+            for lead, rules, rest in (("", in_channel, ""), (" ", in_role, f"{_lit(m.channel)} {chan} ")):
+                who = (_lit(lead + m.recipient_prefix + name) if name is not None
+                       else f"{_lit(lead + m.recipient_prefix)} {b.name_expr(None)}")
+                rules.append(r.add(f"h-{'role-' if lead else ''}call-{name or 'any'}",
+                                   f"{who} {rest}{ctype} {_lit(m.message)} {args}"))
+        #: after ``channel`` ``CHANNEL ``: the recipient, the header's rest and the arguments
+        self.calls = r.add("h-calls-by-name", _alt(in_channel))
+        #: after ``start`` + role: the recipient, then ``channel`` and the header's rest, the arguments
+        self.role_calls = r.add("h-role-calls-by-name", _alt(in_role))
+        self.call_channel = chan
+
+    def turn(self) -> str:
+        """Everything from the first ``start`` / ``channel`` marker to the end of the output."""
+        r, m = self.r, self.m
+        role, end = self.role, self.end
+        # a body ends where the parser ends it: at an end marker or at the next header
+        text = self.b.excluding([m.start, m.channel, *m.ends], "h-text")
+        msg = _lit(m.message)
+        note = r.add("h-note", f"{_lit(m.channel)} {_alt([_lit(c) for c in self.note_channels])} {msg} {text}")
+        final = r.add("h-final", f"{_lit(m.channel + _H_FINAL_CHANNEL + m.message)} {text}")
+        call = r.add("h-call", f'{_lit(m.channel)} {self.call_channel} " " {self.calls}')
+        role_call = r.add("h-role-call", f"{role} {self.role_calls}")
+        first_call = r.add("h-first-call", f"{role}? {call} | {role_call}")
+        next_call = r.add("h-next-call", f"{role} {call} | {role_call}")
+        more = r.add("h-more-calls", f"( {end} {next_call} )* {end}?")
+        tail_first = r.add("h-tail-first", f"{role}? {final} {end}? | {first_call} {more}")
+        tail_next = r.add("h-tail-next", f"{role} {final} {end}? | {next_call} {more}")
+        return r.add("harmony-turn",
+                     f"{role}? {note} ( {end} {role} {note} )* {end} {tail_next} | {tail_first}")
+
+    def after(self) -> dict[str, str]:
+        """Per trigger, one header (and a call's arguments) for a structural tag; bodies stay free."""
+        r, m = self.r, self.m
+        heads = _alt([_lit(c) for c in dict.fromkeys([*self.note_channels, _H_FINAL_CHANNEL])])
+        channel_rest = r.add("h-after-channel",
+                             f'{heads} {_lit(m.message)} | {self.call_channel} " " {self.calls} {self.end}?')
+        start_rest = r.add("h-after-start", f"{_lit(_H_ROLE)} ( {_lit(m.channel)} {channel_rest} | "
+                                            f"{self.role_calls} {self.end}? )")
+        return {m.channel: channel_rest, m.start: start_rest}
+
+
+def _harmony_grammar(profile: Profile, schemas: Mapping[str, Mapping[str, Any]],
+                     fmt: GrammarFormat) -> GrammarExport:
+    m = profile.messages
+    assert m is not None
+    if not (m.start and m.channel and m.message):
+        raise ExportError("Harmony messages need start, channel and message markers for a grammar")
+    b = _Builder(profile, schemas)
+    h = _Harmony(b, m)
+    triggers = (m.channel, m.start)
+    notes = ("object properties follow the schema's order; no extra properties",
+             "unsupported schema keywords (pattern, length and range limits, $ref) widen to the type",
+             "Harmony: from the first header marker on, every header is spelt by the grammar; analysis, "
+             "commentary and final bodies are free text without markers; a turn ends with a final "
+             "message or with calls; the end marker after the last message is optional (a stop token)")
+    header = [f"autoparser grammar for dialect {profile.name or '<derived>'} ({fmt})",
+              "tools: " + (", ".join(schemas) if schemas else "any (no tools given)")]
+    if fmt == "gbnf":
+        b.r.define("root", h.turn())
+        header.append("lazy triggers (llama.cpp grammar_triggers, type word): "
+                      + json.dumps(list(triggers), ensure_ascii=False))
+        return GrammarExport("gbnf", b.r.render(header), triggers, (), notes)
+    if fmt == "ebnf":
+        prose = b.excluding([m.start, m.channel], "prose")
+        b.r.define("root", f"{prose} {h.turn()}?")
+        header.append("whole response: prose without a Harmony marker, then optionally a Harmony turn")
+        return GrammarExport("ebnf", b.r.render(header), triggers, (), notes)
+    tags: list[dict[str, Any]] = []
+    for trig, rest in h.after().items():
+        b.r.define("root", rest)
+        tags.append({"type": "tag", "begin": trig,
+                     "content": {"type": "grammar", "grammar": b.r.render()}, "end": ""})
+    doc: dict[str, Any] = {"type": "structural_tag",
+           "format": {"type": "triggered_tags", "triggers": list(triggers), "tags": tags,
+                      "at_least_one": False, "stop_after_first": False}}
+    return GrammarExport("structural-tag", json.dumps(doc, ensure_ascii=False, indent=2), triggers, (),
+                         (*notes, "structural tag: each tag holds one header (and a call's arguments); "
+                                  "message bodies are the free text between tags"))
+
+
 def grammar_dialects() -> dict[str, str]:
     """Which builtin dialects get a grammar, and why the others do not (for docs and tests)."""
     from ..dialects import dialects, get_profile
@@ -696,12 +835,7 @@ def grammar_dialects() -> dict[str, str]:
     out: dict[str, str] = {}
     for d in dialects():
         p = get_profile(d.name)
-        if p.tools is None:
-            out[d.name] = ("no tool calls" if p.messages is None else
-                           "not covered: Harmony header-routed messages (channels, recipients) are not a "
-                           "tool-marker format")
-        else:
-            out[d.name] = "covered"
+        out[d.name] = "covered" if p.tools is not None or p.messages is not None else "no tool calls"
     return out
 
 
@@ -709,13 +843,25 @@ def build_grammar(profile: Profile, tools: object = None, fmt: GrammarFormat = "
     """A grammar for the tool-call wire format of ``profile``, constrained by ``tools``' schemas.
 
     Without tools, any tool name and any JSON arguments are allowed (the shape is still enforced).
+    A profile without any tool-call format (``think``) raises :class:`ExportError` rather than
+    returning a grammar that constrains nothing: a caller asking for a tool grammar has a wrong
+    assumption about the model, and an empty grammar (or a lazy one with no trigger, which
+    llama.cpp refuses) would hide it.
     """
     if fmt not in ("gbnf", "ebnf", "structural-tag"):
         raise ExportError(f"unknown grammar format {fmt!r} (valid: ebnf, gbnf, structural-tag)")
-    if profile.messages is not None:
-        raise ExportError("Harmony-style header-routed messages have no grammar export yet "
-                          "(tool calls are routed by channel headers, not by tool markers)")
     schemas = normalize_tools(tools)
+    if profile.tools is None and profile.messages is None:
+        only = "reasoning and content" if profile.reasoning is not None else "content"
+        raise ExportError(f"profile {profile.name or '<derived>'!r} has no tool-call format to constrain "
+                          f"(its output is {only} only): run without a grammar, or use a profile whose "
+                          "model writes tool calls")
+    if profile.tools is not None and profile.messages is not None:
+        # a marker grammar would leave header-routed calls unconstrained, and vice versa
+        raise ExportError(f"profile {profile.name or '<derived>'!r} has both tool markers and Harmony "
+                          "header-routed messages; a grammar for the two together is not supported")
+    if profile.messages is not None:
+        return _harmony_grammar(profile, schemas, fmt)
     b = _Builder(profile, schemas)
     part, after = b.blocks()
     all_triggers = b.triggers()
