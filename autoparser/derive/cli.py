@@ -104,7 +104,8 @@ def _summary(out: TextIO, src: Any, an: Any) -> None:
             w(f"  call         {' | '.join(t.call_open) or '-'} ... {' | '.join(t.call_close) or '-'}\n")
         c = t.codec
         detail = {"json": f"JSON object, name {c.name_keys[0]!r}, arguments {c.args_keys[0]!r}"
-                          + (f" inside {c.function_key!r}" if c.function_key and c.kind == "json" else ""),
+                          + (f" (a nested {c.function_key!r} object is accepted too)"
+                             if c.function_key and c.kind == "json" else ""),
                   "name_json": f"header {c.header!r} then {'relaxed ' if c.flavor == 'relaxed' else ''}JSON",
                   "tagged": f"header {c.header!r}, parameter {c.param!r}",
                   "pythonic": "Python call list"}[c.kind]

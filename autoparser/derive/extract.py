@@ -291,7 +291,7 @@ def find_tools(pr: Prober, f: Findings) -> None:
         found = True
         break
     if not found:
-        errs = [p.error for p in f.probes if p.error]
+        errs = [p.error for p in f.probes if p.error and "call" in p.label]
         rendered = any(p.span and NAME1 in p.span for p in f.probes)
         if rendered:
             f.say("tools", 0.3, "tool calls render, but no codec explains them")
