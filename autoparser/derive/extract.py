@@ -296,8 +296,12 @@ def find_tools(pr: Prober, f: Findings) -> None:
         if rendered:
             f.say("tools", 0.3, "tool calls render, but no codec explains them")
         else:
-            f.say("tools", 0.9 if not errs else 0.6,
-                  "the template renders no tool calls" + (f" (renders failed: {errs[0]})" if errs else ""))
+            # a call render that succeeded without showing the call: the template ignores tool calls
+            ignored = any(p.span is not None and "call" in p.label for p in f.probes)
+            f.say("tools", 0.9 if ignored or not errs else 0.6,
+                  "the template renders no tool calls"
+                  + (" (it renders assistant turns with tool_calls, leaving the calls out)" if ignored
+                     else f" (renders failed: {errs[0]})" if errs else ""))
 
 
 def _call_block(span: str, f: Findings) -> str:
