@@ -147,6 +147,12 @@ class MessagesSpec:
     recipient_prefix: str = "to=functions."
     reasoning_channels: tuple[str, ...] = ("analysis",)
     join: str = "\n"
+    #: what a writer (a grammar) must spell out that the parser never needs: the role after
+    #: ``start``, the channel calls and the answer go to, and the content types a call may name
+    role: str = "assistant"
+    call_channel: str = "commentary"
+    final_channel: str = "final"
+    content_types: tuple[str, ...] = ("json", "code")
 
 
 @dataclass(frozen=True)

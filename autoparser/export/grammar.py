@@ -698,18 +698,6 @@ def _types(schema: Any) -> set[str]:
 
 # -- Harmony: calls routed by message headers -------------------------------------------------------
 
-#: Harmony words a MessagesSpec does not record. The parser routes a message by its recipient and
-#: its reasoning channels alone, so it never needed them; a grammar has to spell headers out. The
-#: role follows ``start``; calls go to the commentary channel (gpt-oss also addresses functions
-#: from a reasoning channel, and the parser reads that as a call too); the answer is ``final``; a
-#: call header may name a content type (``<|constrain|>json``, ``json``, or ``code`` as gpt-oss
-#: writes for its builtin tools).
-_H_ROLE = "assistant"
-_H_CALL_CHANNEL = "commentary"
-_H_FINAL_CHANNEL = "final"
-_H_CONTENT_TYPES = ("json", "code")
-
-
 class _Harmony:
     """GBNF rules for one Harmony assistant turn, mirroring how the parser routes it.
 
@@ -738,12 +726,12 @@ class _Harmony:
                 raise ExportError(f"tool name {tool!r} cannot be written in a Harmony header "
                                   "(the recipient ends at whitespace or '<')")
         r = self.r
-        self.role = r.add("h-role", _lit(m.start + _H_ROLE))
+        self.role = r.add("h-role", _lit(m.start + m.role))
         self.end = r.add("h-end", _alt([_lit(e) for e in m.ends]))
         con = f"{_lit(m.constrain)}? " if m.constrain else ""
-        ctype = r.add("h-content-type", f'( " " {con}{_alt([_lit(t) for t in _H_CONTENT_TYPES])} )?')
-        chan = r.add("h-call-channel", _alt([_lit(c) for c in (_H_CALL_CHANNEL, *m.reasoning_channels)]))
-        self.note_channels = [*m.reasoning_channels, _H_CALL_CHANNEL]
+        ctype = r.add("h-content-type", f'( " " {con}{_alt([_lit(t) for t in m.content_types])} )?')
+        chan = r.add("h-call-channel", _alt([_lit(c) for c in (m.call_channel, *m.reasoning_channels)]))
+        self.note_channels = [*m.reasoning_channels, m.call_channel]
         in_channel: list[str] = []
         in_role: list[str] = []
         for name in b.names():
@@ -767,7 +755,7 @@ class _Harmony:
         text = self.b.excluding([m.start, m.channel, *m.ends], "h-text")
         msg = _lit(m.message)
         note = r.add("h-note", f"{_lit(m.channel)} {_alt([_lit(c) for c in self.note_channels])} {msg} {text}")
-        final = r.add("h-final", f"{_lit(m.channel + _H_FINAL_CHANNEL + m.message)} {text}")
+        final = r.add("h-final", f"{_lit(m.channel + m.final_channel + m.message)} {text}")
         call = r.add("h-call", f'{_lit(m.channel)} {self.call_channel} " " {self.calls}')
         role_call = r.add("h-role-call", f"{role} {self.role_calls}")
         first_call = r.add("h-first-call", f"{role}? {call} | {role_call}")
@@ -781,10 +769,10 @@ class _Harmony:
     def after(self) -> dict[str, str]:
         """Per trigger, one header (and a call's arguments) for a structural tag; bodies stay free."""
         r, m = self.r, self.m
-        heads = _alt([_lit(c) for c in dict.fromkeys([*self.note_channels, _H_FINAL_CHANNEL])])
+        heads = _alt([_lit(c) for c in dict.fromkeys([*self.note_channels, m.final_channel])])
         channel_rest = r.add("h-after-channel",
                              f'{heads} {_lit(m.message)} | {self.call_channel} " " {self.calls} {self.end}?')
-        start_rest = r.add("h-after-start", f"{_lit(_H_ROLE)} ( {_lit(m.channel)} {channel_rest} | "
+        start_rest = r.add("h-after-start", f"{_lit(m.role)} ( {_lit(m.channel)} {channel_rest} | "
                                             f"{self.role_calls} {self.end}? )")
         return {m.channel: channel_rest, m.start: start_rest}
 

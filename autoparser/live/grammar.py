@@ -684,8 +684,8 @@ def _harmony(profile: Profile, calls: Sequence[tuple[str, Node]], count: tuple[i
     assert m is not None
     end = next((e for e in m.ends if "call" in e), m.ends[0] if m.ends else "")
     options: list[Node] = [
-        _seq(_Lit(f"{m.channel}commentary {m.recipient_prefix}"), _Lit(n) if n else _Re(_ANY_NAME),
-             _Lit(f" {m.constrain}json{m.message}"), args, _Lit(end))
+        _seq(_Lit(f"{m.channel}{m.call_channel} {m.recipient_prefix}"), _Lit(n) if n else _Re(_ANY_NAME),
+             _Lit(f" {m.constrain}{m.content_types[0] if m.content_types else ''}{m.message}"), args, _Lit(end))
         for n, args in calls
     ]
     return _many(options if example else _alt(options), "", count)
