@@ -17,6 +17,7 @@ from .events import (
     ToolCallArgsDelta,
     ToolCallEnd,
     ToolCallStart,
+    coalesce,
 )
 from .parse import parse
 from .policy import Policy
@@ -43,6 +44,7 @@ __all__ = [
     "ToolCallEnd",
     "ToolCallStart",
     "UnknownDialectError",
+    "coalesce",
     "dialects",
     "get_profile",
     "parse",

@@ -52,27 +52,14 @@ def _offline(out: TextIO, chunk: int = 7) -> int:
 
 def merged_lines(events: Sequence[object]) -> list[str]:
     """Adjacent deltas of one kind joined, so a demo shows meaning rather than chunk boundaries."""
-    from .events import ContentDelta, ReasoningDelta, ToolCallArgsDelta
+    from .events import ContentDelta, Event, ReasoningDelta, ToolCallArgsDelta, coalesce
 
-    lines: list[str] = []
-    last: tuple[str, int] | None = None
-    buf = ""
-    for ev in events:
-        if isinstance(ev, ReasoningDelta | ContentDelta | ToolCallArgsDelta):
-            key = (type(ev).__name__, getattr(ev, "index", -1))
-            if key == last:
-                buf += ev.text
-                continue
-            if last is not None:
-                lines.append(f"{last[0]}({buf!r})")
-            last, buf = key, ev.text
-            continue
-        if last is not None:
-            lines.append(f"{last[0]}({buf!r})")
-            last, buf = None, ""
-        lines.append(repr(ev))
-    if last is not None:
-        lines.append(f"{last[0]}({buf!r})")
+    lines = []
+    for e in coalesce(e for e in events if isinstance(e, Event)):
+        if isinstance(e, ReasoningDelta | ContentDelta | ToolCallArgsDelta):
+            lines.append(f"{type(e).__name__}({e.text!r})")
+        else:
+            lines.append(repr(e))
     return lines
 
 

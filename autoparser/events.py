@@ -6,6 +6,7 @@ kind gives the same sequence for every chunking of the same text (the engine's m
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -17,6 +18,7 @@ __all__ = [
     "ToolCallArgsDelta",
     "ToolCallEnd",
     "ToolCallStart",
+    "coalesce",
 ]
 
 CallStatus = Literal["ok", "repaired", "truncated", "invalid"]
@@ -69,3 +71,23 @@ class ToolCallEnd(Event):
     index: int
     arguments: dict[str, Any]
     status: CallStatus
+
+
+def coalesce(events: Iterable[Event]) -> list[Event]:
+    """Adjacent deltas of one kind (and call) merged into one.
+
+    The engine's chunk-invariance guarantee is stated on this form: for any chunking of the same
+    text, the coalesced event lists are equal.
+    """
+    out: list[Event] = []
+    for e in events:
+        last = out[-1] if out else None
+        if isinstance(e, ContentDelta) and isinstance(last, ContentDelta):
+            out[-1] = ContentDelta(last.text + e.text)
+        elif isinstance(e, ReasoningDelta) and isinstance(last, ReasoningDelta):
+            out[-1] = ReasoningDelta(last.text + e.text)
+        elif isinstance(e, ToolCallArgsDelta) and isinstance(last, ToolCallArgsDelta) and last.index == e.index:
+            out[-1] = ToolCallArgsDelta(e.index, last.text + e.text)
+        else:
+            out.append(e)
+    return out

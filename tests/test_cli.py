@@ -8,19 +8,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from sample_templates import HERMES_LIKE
 
 import autoparser
 
 ROOT = Path(__file__).resolve().parents[1]
 
-HERMES_LIKE = """{%- for m in messages -%}
-<|im_start|>{{ m.role }}
-{% if m.tool_calls %}{% for c in m.tool_calls %}<tool_call>
-{{ {"name": c.function.name, "arguments": c.function.arguments} | tojson }}
-</tool_call>{% endfor %}{% else %}{{ m.content }}{% endif %}<|im_end|>
-{% endfor -%}
-{%- if add_generation_prompt %}<|im_start|>assistant
-{% endif -%}"""
 
 
 def autoparser_load(path: Path) -> autoparser.Profile:

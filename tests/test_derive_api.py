@@ -6,19 +6,10 @@ import json
 from pathlib import Path
 
 import pytest
+from sample_templates import HERMES_LIKE as TEMPLATE
 
 import autoparser
 from autoparser.errors import AutoparserError, SourceError
-
-TEMPLATE = """{%- for m in messages -%}
-<|im_start|>{{ m.role }}
-{% if m.reasoning_content %}<think>{{ m.reasoning_content }}</think>{% endif -%}
-{% if m.tool_calls %}{% for c in m.tool_calls %}<tool_call>
-{{ {"name": c.function.name, "arguments": c.function.arguments} | tojson }}
-</tool_call>{% endfor %}{% else %}{{ m.content }}{% endif %}<|im_end|>
-{% endfor -%}
-{%- if add_generation_prompt %}<|im_start|>assistant
-{% endif -%}"""
 
 
 def test_analyze_derives_and_names() -> None:

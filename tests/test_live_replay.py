@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 import autoparser
-from autoparser.events import ContentDelta, Event, ReasoningDelta, ToolCallArgsDelta, ToolCallEnd
+from autoparser.events import Event, ToolCallArgsDelta, ToolCallEnd, coalesce
 from autoparser.live import with_end_markers
 
 FIXTURE_DIR = Path(__file__).resolve().parent.parent / "fixtures" / "live"
@@ -140,24 +140,6 @@ def replay(f: dict[str, Any], chunks: list[str]) -> tuple[list[Event], Any]:
         events += parser.feed(chunk)
     events += parser.close()
     return events, parser.result()
-
-
-def coalesce(events: list[Event]) -> list[Event]:
-    """Merge adjacent deltas of one kind: the engine promises equal sequences for every chunking."""
-    out: list[Event] = []
-    for e in events:
-        last = out[-1] if out else None
-        if isinstance(e, ContentDelta) and isinstance(last, ContentDelta):
-            out[-1] = ContentDelta(last.text + e.text)
-        elif isinstance(e, ReasoningDelta) and isinstance(last, ReasoningDelta):
-            out[-1] = ReasoningDelta(last.text + e.text)
-        elif (
-            isinstance(e, ToolCallArgsDelta) and isinstance(last, ToolCallArgsDelta) and last.index == e.index
-        ):
-            out[-1] = ToolCallArgsDelta(e.index, last.text + e.text)
-        else:
-            out.append(e)
-    return out
 
 
 def summary(res: Any) -> tuple[Any, ...]:

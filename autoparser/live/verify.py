@@ -36,7 +36,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TextIO
 
-from autoparser.events import ContentDelta, Event, ReasoningDelta, ToolCallArgsDelta
+from autoparser.events import Event, coalesce
 from autoparser.live._base import LiveError
 from autoparser.live.grammar import example_calls, grammar_for, reasoning_spec
 from autoparser.result import Result
@@ -368,21 +368,6 @@ def _summary(res: Result) -> tuple[Any, ...]:
             [i.code for i in res.issues])
 
 
-def _coalesce(events: Sequence[Event]) -> list[Event]:
-    out: list[Event] = []
-    for e in events:
-        last = out[-1] if out else None
-        if isinstance(e, ContentDelta) and isinstance(last, ContentDelta):
-            out[-1] = ContentDelta(last.text + e.text)
-        elif isinstance(e, ReasoningDelta) and isinstance(last, ReasoningDelta):
-            out[-1] = ReasoningDelta(last.text + e.text)
-        elif isinstance(e, ToolCallArgsDelta) and isinstance(last, ToolCallArgsDelta) and last.index == e.index:
-            out[-1] = ToolCallArgsDelta(e.index, last.text + e.text)
-        else:
-            out.append(e)
-    return out
-
-
 def _feed(profile: Profile, pieces: Sequence[str], reasoning: str | None,
           tools: object) -> tuple[list[Event], Result]:
     parser = profile.parser(tools=tools, reasoning=reasoning)
@@ -464,7 +449,7 @@ def evaluate(
     whole_events, whole = _feed(profile, [text], probe.reasoning, tools)
     char_events, per_char = _feed(profile, list(text), probe.reasoning, tools)
     same = (_summary(res) == _summary(whole) == _summary(per_char)
-            and _coalesce(live_events) == _coalesce(whole_events) == _coalesce(char_events))
+            and coalesce(live_events) == coalesce(whole_events) == coalesce(char_events))
     checks.append(Check("live == whole", same, "" if same else
                         f"live {_summary(res)} / whole {_summary(whole)} / per char {_summary(per_char)}"))
     comparisons = [compare_openvino(spec, res, theirs) for spec, theirs in (openvino or {}).items()]
