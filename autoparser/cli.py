@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, TextIO
 
 from .errors import AutoparserError
@@ -104,7 +104,7 @@ def _cmd_parse(argv: list[str], stdin: TextIO, stdout: TextIO) -> int:
             raise AutoparserError(f"cannot read tools file {a.tools}: {e}") from None
     p = prof.parser(tools=tools, reasoning=a.reasoning, policy="strict" if a.strict else None)
     if a.stream:
-        for chunk in iter(lambda: stdin.read(256), ""):
+        for chunk in _stdin_chunks(stdin):
             for ev in p.feed(chunk):
                 stdout.write(_event_json(ev) + "\n")
                 stdout.flush()
@@ -119,6 +119,26 @@ def _cmd_parse(argv: list[str], stdin: TextIO, stdout: TextIO) -> int:
         out = {"message": out, "issues": [i.to_dict() for i in res.issues]}
     stdout.write(json.dumps(out, ensure_ascii=False, indent=2) + "\n")
     return 0
+
+
+def _stdin_chunks(stdin: TextIO) -> Iterator[str]:
+    """What the pipe has, as soon as it has it (a live model's output arrives in small pieces)."""
+    import codecs
+    import os
+
+    try:
+        fd = stdin.fileno()
+    except (AttributeError, OSError, ValueError):  # not a real file (tests, wrappers)
+        yield from iter(lambda: stdin.read(256), "")
+        return
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    while True:
+        data = os.read(fd, 4096)
+        text = decoder.decode(data, final=not data)
+        if text:
+            yield text
+        if not data:
+            return
 
 
 def _event_json(ev: object) -> str:
