@@ -474,6 +474,8 @@ class TaggedBody(Body):
         p_pre, _ = _split_slot(s.param, "{key}")
         self.p_open = p_pre.strip(_WS)
         ends = tuple(x for x in (self.p_open, s.trailer.strip(_WS)) if x) + tuple(self.stops.markers)
+        if not self.p_open:
+            ends += ("\n",)  # no markup before a key: the name is the rest of its line
         self.header = _Header(s.header, "{name}", extra_stops=ends)
         self.name: str | None = None
         self.phase = "header"
@@ -554,6 +556,7 @@ class TaggedBody(Body):
         partial = False
         props = (schema or {}).get("properties") or {}
         close_generic = self._post.strip(_WS)
+        line_values = not close_generic and "\n" in self._post  # key: value lines
         while True:
             m = self._param_re.search(body, i)
             if m is None:
@@ -567,9 +570,11 @@ class TaggedBody(Body):
             key = key.strip(_WS)
             vstart = m.end()
             close = close_generic.replace("{key}", key) if self._post_has_key else close_generic
-            cre = re.compile(_lit_regex(close))
+            cre = re.compile("\n" if line_values else _lit_regex(close))
             cm = cre.search(body, vstart)
-            nxt = self._param_re.search(body, vstart) if not self._post_has_key else None
+            # a value runs to its close; with markup before each key, the next key ends it too
+            nxt = (self._param_re.search(body, vstart)
+                   if not self._post_has_key and self.p_open else None)
             if cm is not None and (nxt is None or cm.start() <= nxt.start()):
                 raw = body[vstart:cm.start()]
                 raw = _trim_one(raw, self._mid, self._post)
