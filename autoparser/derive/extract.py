@@ -749,6 +749,7 @@ def _tagged(b1: str, b2: str | None, f: Findings) -> ToolSpec | None:
     else:
         kv_pattern = kv1
     # the value's closing text: common start of what follows value 1 and value 2
+    close_v: str | None
     if k2 >= 0 and v2 >= 0 and not p_close_full.strip(_WS) and not p_open.strip(_WS) and "\n" in mid:
         close_v = "\n"  # one `key: value` per line: the line break ends a value
     elif p_close_full:
