@@ -15,9 +15,11 @@ from typing import Any
 
 from ..errors import AutoparserError, ProfileError, TemplateError
 from ..profile import Profile
-from .extract import Findings, find_content, find_reasoning, find_tools
+from .calls import find_tools
+from .extract import Findings, find_content
 from .match import match_dialect
 from .probes import Prober, tools_for
+from .reasoning import find_reasoning
 from .selfcheck import CheckResult, self_check
 
 __all__ = ["Analysis", "analyze", "analyze_detailed", "detect", "fingerprint", "load", "overrides"]

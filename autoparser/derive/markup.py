@@ -99,3 +99,18 @@ def pairs_with(open_: str, close: str) -> bool:
         if close.replace(a, b, 1) == open_:
             return True
     return False
+
+
+def marker_tokens(s: str) -> list[str]:
+    """Whitespace-separated tokens, with runs of glued tags split into single tags."""
+    out: list[str] = []
+    for tok in s.split():
+        tags = re.findall(r"<[^<>\s]+>|\[[^\[\]\s]+\]", tok)
+        out.extend(tags if tags and "".join(tags) == tok else [tok])
+    return out
+
+
+def last_tag(s: str) -> str:
+    """The last ``<...>`` or ``[...]`` tag in a text (markers are often glued together)."""
+    tags = re.findall(r"<[^<>\s]+>|\[[^\[\]\s]+\]", s)
+    return tags[-1] if tags else ""

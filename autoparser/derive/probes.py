@@ -17,7 +17,7 @@ from typing import Any
 
 from ..errors import TemplateError
 
-__all__ = ["NAME1", "NAME2", "Probe", "Prober", "call", "tools_for"]
+__all__ = ["NAME1", "NAME2", "Probe", "Prober", "after_user", "call", "tools_for"]
 
 NAME1, NAME2 = "fnQXa", "fnQXb"
 KEY1, KEY2 = "argQXa", "argQXb"
@@ -117,3 +117,11 @@ def boundary(a: str, b: str) -> int:
         if k >= 0 and head.find(closer, k) < 0 and not any(c.isspace() for c in head[k:]):
             n = min(n, k)
     return n
+
+
+def after_user(prompt: str | None) -> str | None:
+    """The generation prompt from the user's message on: where reasoning switches show."""
+    if prompt is None:
+        return None
+    k = prompt.rfind(USER)
+    return prompt[k + len(USER):] if k >= 0 else prompt

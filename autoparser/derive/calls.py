@@ -1,0 +1,591 @@
+"""Tool calls: which codec writes a call, and which markers wrap calls and groups of calls.
+
+One call and two calls are rendered; the text before the first, after the last and between two
+calls separates section markers, per-call markers and separators; the call's own shape (a JSON
+object holding the name, a name then an object, a tag per argument, a Python call list) picks
+the codec and its parameters.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import re
+import unicodedata
+from dataclasses import replace
+from typing import Any
+
+from ..profile import CodecSpec, ReasoningSpec, ToolSpec
+from .extract import Findings
+from .markup import (
+    common_prefix,
+    common_suffix,
+    marker_tokens,
+    pairs_with,
+    split_open_header,
+)
+from .probes import (
+    KEY1,
+    KEY2,
+    NAME1,
+    NAME2,
+    VAL1,
+    VAL2,
+    Prober,
+    call,
+    tools_for,
+)
+
+__all__ = ["find_tools"]
+
+_WS = " \t\r\n"
+
+
+ARGS1: dict[str, Any] = {KEY1: VAL1, KEY2: 7}
+
+ARGS2: dict[str, Any] = {KEY1: VAL2}
+
+def _call_msg(calls: list[dict[str, Any]], content: Any) -> dict[str, Any]:
+    return {"role": "assistant", "content": content, "tool_calls": calls}
+
+def find_tools(pr: Prober, f: Findings) -> None:
+    tools = tools_for()
+    shapes = [("dict arguments", False, ""), ("string arguments", True, ""),
+              ("dict arguments, no content", False, None), ("string arguments, no content", True, None)]
+    found = False
+    for label, as_str, content in shapes:
+        p1 = pr.turn(f"1 call ({label})", _call_msg([call(NAME1, ARGS1, 1, as_str)], content), tools=tools)
+        f.probes.append(p1)
+        if p1.span is None or NAME1 not in p1.span or (VAL1 not in p1.span):
+            continue
+        p2 = pr.turn(f"2 calls ({label})", _call_msg([call(NAME1, ARGS1, 1, as_str),
+                                                      call(NAME2, ARGS2, 2, as_str)], content), tools=tools)
+        f.probes.append(p2)
+        b1 = _call_block(p1.span, f)
+        b2 = _call_block(p2.span, f) if p2.span and NAME2 in p2.span else None
+        spec = (_json_codec(b1, b2, f) or _pythonic(b1, b2, f) or _name_json(b1, b2, f)
+                or _tagged(b1, b2, f))
+        if spec is None:
+            # e.g. dict arguments printed as a Python repr: another shape may render cleanly
+            f.evidence.append(f"tools: with {label} calls render as {b1[:80]!r}, which no codec explains")
+            continue
+        f.tools = spec
+        f.tools_kw = {"as_string": as_str, "content": content}
+        found = True
+        break
+    if not found:
+        errs = [p.error for p in f.probes if p.error and "call" in p.label]
+        rendered = any(p.span and NAME1 in p.span for p in f.probes)
+        if rendered:
+            f.say("tools", 0.3, "tool calls render, but no codec explains them")
+        else:
+            # a call render that succeeded without showing the call: the template ignores tool calls
+            ignored = any(p.span is not None and "call" in p.label for p in f.probes)
+            f.say("tools", 0.9 if ignored or not errs else 0.6,
+                  "the template renders no tool calls"
+                  + (" (it renders assistant turns with tool_calls, leaving the calls out)" if ignored
+                     else f" (renders failed: {errs[0]})" if errs else ""))
+
+def _call_block(span: str, f: Findings) -> str:
+    """The part of an assistant span that is the calls: no content wrapper, no end of turn."""
+    s = span
+    pre = f.content_pre
+    if pre and s.startswith(pre):
+        s = s[len(pre):]
+    elif pre.strip(_WS) and s.lstrip(_WS).startswith(pre.strip(_WS)):
+        s = s.lstrip(_WS)[len(pre.strip(_WS)):]
+    elif pre.strip(_WS):
+        # the same markers with other whitespace between them
+        rx = r"\s*" + r"\s*".join(re.escape(t) for t in pre.split()) + r"\s*"
+        m = re.match(rx, s)
+        if m:
+            s = s[m.end():]
+    post = f.content_post
+    if post and s.endswith(post):
+        s = s[: -len(post)]
+    elif post.strip(_WS) and s.rstrip(_WS).endswith(post.strip(_WS)):
+        s = s.rstrip(_WS)[: -len(post.strip(_WS))]
+    elif post:
+        # the end of turn may share only its tail with a plain message's (END_RESPONSE vs END_ACTION)
+        shared = common_suffix(s, post)
+        for i in range(len(shared)):
+            # the shared tail may start inside a marker ('›‹/turn›' of '‹/act›‹/turn›'): the
+            # longest part of it that is whole strip markers is the end of turn
+            toks = marker_tokens(shared[i:])
+            if toks and all(t in f.strip for t in toks):
+                s = s[: len(s) - len(shared) + i]
+                break
+    return s
+
+def _markers(a: str, z: str, m: str | None, f: Findings,
+             name_in_header: bool) -> dict[str, Any]:
+    """Section and per-call markers from: before the first call (a), after the last (z), and
+    between two calls (m)."""
+    out: dict[str, Any] = {}
+    if m is None:
+        f.say("tools.markers", 0.6, "only a one-call render: cannot tell section from call markers")
+        out["call_open"], out["header_prefix"] = split_open_header(a) if name_in_header else (a.strip(_WS), "")
+        out["call_close"] = z.strip(_WS)
+        out["section_open"], out["section_close"], out["separators"] = "", "", ""
+        return out
+    close = common_prefix(z, m)
+    close = close[: len(close.rstrip(_WS))]
+    opn = common_suffix(a, m)
+    opn = opn[len(opn) - len(opn.lstrip(_WS)):]
+    if len(close) + len(opn) > len(m):
+        # overlapping: the close and the next open share characters ('{{/x}}{{#x ', '‹/x›‹x›');
+        # cut where the close's brackets balance, else the middle is all separator
+        k = _balanced_cut(m, len(m) - len(opn), len(close))
+        close, opn = (m[:k], m[k:]) if k > 0 else ("", "")
+    sep = m[len(close): len(m) - len(opn)]
+    if name_in_header:
+        call_open, header_prefix = split_open_header(opn)
+        sec_open = a[: len(a) - len(opn)].strip(_WS)
+    else:
+        call_open, header_prefix = opn.strip(_WS), ""
+        sec_open = a[: len(a) - len(opn)].strip(_WS)
+    out.update(call_open=call_open, header_prefix=header_prefix, call_close=close.strip(_WS),
+               section_open=sec_open, section_close=z[len(close):].strip(_WS), separators=sep.strip(_WS))
+    f.say("tools.markers", 0.95,
+          f"before calls {a!r}, between {m!r}, after {z!r} -> section {sec_open!r}/"
+          f"{out['section_close']!r}, call {call_open!r}/{out['call_close']!r}, separator {sep.strip(_WS)!r}")
+    return out
+
+def _bracket_step(c: str) -> int:
+    """+1 for an opening bracket (any Unicode open punctuation or initial quote, or '<'), -1 for a
+    closing one, 0 otherwise."""
+    if c == "<":
+        return 1
+    if c == ">":
+        return -1
+    cat = unicodedata.category(c)
+    return 1 if cat in ("Ps", "Pi") else -1 if cat in ("Pe", "Pf") else 0
+
+def _balanced_cut(m: str, lo: int, hi: int) -> int:
+    """The one cut ``k`` in ``[lo, hi]`` after which ``m[:k]`` is a non-empty, bracket-balanced run
+    of markup (it opens at least one bracket and closes all it opened); 0 when none or several."""
+    found = []
+    for k in range(max(lo, 1), hi + 1):
+        depth, opened, ok = 0, False, True
+        for c in m[:k]:
+            depth += _bracket_step(c)
+            opened = opened or depth > 0
+            if depth < 0:
+                ok = False
+                break
+        if ok and opened and depth == 0 and m[:k].strip(_WS) == m[:k]:
+            found.append(k)
+    return found[0] if len(found) == 1 else 0
+
+def _spec(mk: dict[str, Any], codec: CodecSpec, f: Findings) -> ToolSpec:
+    sec = mk["section_open"]
+    tags = re.findall(r"<[^<>\s]+>|\[[^\[\]\s]+\]", sec)
+    for x, y in itertools.pairwise(tags):
+        if pairs_with(x, y) and sec.find(x + y) >= 0 and len(tags) > 2:
+            # an empty open/close pair written before the calls: an (empty) reasoning block
+            sec = sec.replace(x + y, "", 1).strip(_WS)
+            if f.reasoning is None:
+                f.reasoning = ReasoningSpec(open=(x,), close=(y,), start="explicit")
+                f.say("reasoning", 0.7, f"an empty {x}{y} pair precedes the calls; taken as the "
+                      "reasoning block (the template renders no reasoning text)")
+            break
+    mk = {**mk, "section_open": sec}
+    two_level = bool(mk["section_open"]) and bool(mk["call_open"])
+    recovery = "drop" if two_level else "content_if_no_calls"
+    if two_level:
+        f.evidence.append("tools.recovery: section and per-call markers both exist; unparseable section "
+                          "text is dropped, as engines parsing such sections do")
+    bare = not mk["section_open"] and not mk["call_open"] and codec.kind == "json"
+    if bare:
+        f.evidence.append("tools.bare_json: calls are JSON objects with no marker; one at the start of "
+                          "the output is a call, a '{' later in prose is prose")
+    return ToolSpec(
+        codec=codec,
+        lookahead_open=("{",) if bare else (),
+        lookahead_at_start=("{",) if bare else (),
+        section_open=(mk["section_open"],) if mk["section_open"] else (),
+        section_close=(mk["section_close"],) if mk["section_close"] else (),
+        call_open=(mk["call_open"],) if mk["call_open"] else (),
+        call_close=(mk["call_close"],) if mk["call_close"] else (),
+        bare_calls=False,
+        separators=(mk["separators"],) if mk["separators"] else (),
+        on_invalid="drop" if two_level else "content",
+        on_truncated=recovery,  # type: ignore[arg-type]
+    )
+
+def _balanced_end(s: str, start: int, opener: str = "{") -> int:
+    """Index after the bracket matching ``s[start]`` (JSON string aware), or -1."""
+    closer = {"{": "}", "[": "]"}
+    stack: list[str] = []
+    i = start
+    in_str = False
+    while i < len(s):
+        c = s[i]
+        if in_str:
+            if c == "\\":
+                i += 2
+                continue
+            if c == '"':
+                in_str = False
+        elif c == '"':
+            in_str = True
+        elif c in "{[":
+            stack.append(closer[c])
+        elif c in "}]":
+            if not stack or stack.pop() != c:
+                return -1
+            if not stack:
+                return i + 1
+        i += 1
+    return -1
+
+def _json_at(s: str, start: int) -> tuple[Any, int] | None:
+    end = _balanced_end(s, start)
+    if end < 0:
+        return None
+    try:
+        return json.loads(s[start:end]), end
+    except ValueError:
+        return None
+
+def _find_call_object(s: str, name: str) -> tuple[int, int, dict[str, Any]] | None:
+    """The outermost JSON object around ``name`` that describes exactly one call."""
+    n = s.find(name)
+    best = None
+    for k in range(n, -1, -1):
+        if s[k] != "{":
+            continue
+        got = _json_at(s, k)
+        if got is None or not isinstance(got[0], dict) or got[1] <= n:
+            continue
+        text = s[k:got[1]]
+        if text.count(NAME1) + text.count(NAME2) > 1:
+            break
+        best = (k, got[1], got[0])
+    return best
+
+def _json_codec(b1: str, b2: str | None, f: Findings) -> ToolSpec | None:
+    found = _find_call_object(b1, NAME1)
+    if found is None:
+        return None
+    start, end, obj = found
+    keys = _call_keys(obj)
+    if keys is None:
+        return None
+    name_key, args_key, id_key, function_key, name_as_key = keys
+    # wrapped in a JSON array?
+    array = "allow"
+    k = start - 1
+    while k >= 0 and b1[k] in _WS:
+        k -= 1
+    a_start, a_end = start, end
+    if k >= 0 and b1[k] == "[":
+        got = _json_at(b1, k)
+        if got is not None and isinstance(got[0], list):
+            array = "require"
+            a_start, a_end = k, got[1]
+    codec = CodecSpec(kind="json", name_keys=(name_key,) if name_key else ("name",),
+                      args_keys=(args_key,) if args_key else ("arguments",),
+                      id_keys=(id_key,) if id_key else ("id",), function_key=function_key,
+                      array="allow", name_as_key=name_as_key)
+    a, z = b1[:a_start], b1[a_end:]
+    m = None
+    if b2 is not None and array != "require":  # an array holds all calls: nothing between them
+        o2 = _find_call_object(b2, NAME2)
+        o1 = _find_call_object(b2, NAME1)
+        if o1 is not None and o2 is not None:
+            m = b2[o1[1]:o2[0]]
+    if array == "require":
+        mk = {"call_open": "", "header_prefix": "", "call_close": "", "section_open": a.strip(_WS),
+              "section_close": z.strip(_WS), "separators": ""}
+        f.say("tools.markers", 0.9, f"a JSON array of calls between {a!r} and {z!r}")
+    else:
+        mk = _markers(a, z, m, f, name_in_header=False)
+    f.say("tools.codec", 0.95, f"JSON object per call: {b1[start:end]!r}; name key {name_key!r}, "
+          f"arguments key {args_key!r}" + (f", nested in {function_key!r}" if function_key else "")
+          + (", array-wrapped" if array == "require" else ""))
+    return _spec(mk, codec, f)
+
+def _call_keys(obj: dict[str, Any]) -> tuple[str, str, str, str | None, bool] | None:
+    if len(obj) == 1:
+        ((k, v),) = obj.items()
+        if k == NAME1 and _is_args(v):
+            return "", "", "", None, True
+    function_key = None
+    inner = obj
+    for k, v in obj.items():
+        if isinstance(v, dict) and NAME1 in v.values():
+            function_key, inner = k, v
+            break
+    name_key = next((k for k, v in inner.items() if v == NAME1), None)
+    if name_key is None:
+        return None
+    args_key = next((k for k, v in inner.items() if _is_args(v)), "")
+    id_key = next((k for src in (obj, inner) for k, v in src.items() if v == "QXid00001"), "")
+    return name_key, args_key, id_key, function_key, False
+
+def _is_args(v: Any) -> bool:
+    if isinstance(v, str):
+        try:
+            v = json.loads(v)
+        except ValueError:
+            return False
+    return isinstance(v, dict) and v.get(KEY1) == VAL1
+
+def _pythonic(b1: str, b2: str | None, f: Findings) -> ToolSpec | None:
+    m = re.search(re.escape(NAME1) + r"\s*\(\s*" + re.escape(KEY1) + r"\s*=", b1)
+    if m is None:
+        return None
+    k = b1.rfind("[", 0, m.start())
+    start = k if k >= 0 and not b1[k + 1:m.start()].strip(_WS) else m.start()
+    end = b1.find(")", m.end())
+    if end < 0:
+        return None
+    end += 1
+    j = end
+    while j < len(b1) and b1[j] in _WS:
+        j += 1
+    if start != m.start() and j < len(b1) and b1[j] == "]":
+        end = j + 1
+    a, z = b1[:start], b1[end:]
+    look: tuple[str, ...] = ("[",) if start != m.start() and not a.strip(_WS) else ()
+    f.say("tools.codec", 0.9, f"pythonic call list {b1[start:end]!r}")
+    spec = ToolSpec(codec=CodecSpec(kind="pythonic"),
+                    call_open=(a.strip(_WS),) if a.strip(_WS) else (),
+                    call_close=(z.strip(_WS),) if z.strip(_WS) else (),
+                    lookahead_open=look, on_truncated="content_if_no_calls")
+    if not spec.call_open and not look:
+        return None
+    return spec
+
+def _name_json(b1: str, b2: str | None, f: Findings) -> ToolSpec | None:
+    n = b1.find(NAME1)
+    k = b1.find("{", n)
+    if k < 0:
+        return None
+    got = _json_at(b1, k)
+    relaxed: tuple[tuple[str, str], ...] = ()
+    if got is None or not isinstance(got[0], dict) or got[0].get(KEY1) != VAL1:
+        relaxed_found = _relaxed_delims(b1, k)
+        if relaxed_found is None:
+            return None
+        relaxed, end = relaxed_found
+    else:
+        end = got[1]
+    between = b1[n + len(NAME1):k].replace("QXid00001", "{call_id}")
+    if len(between) > 80 or KEY1 in between:
+        return None
+    a = b1[:n]
+    z = b1[end:]
+    m = None
+    if b2 is not None and NAME2 in b2:
+        n2 = b2.find(NAME2)
+        k1 = b2.find("{", b2.find(NAME1))
+        e1 = _balanced_end(b2, k1) if not relaxed else _relaxed_end(b2, k1, relaxed)
+        if e1 > 0:
+            m = b2[e1:n2]
+    # a trailer such as a closing code fence belongs to the call, not to the markers
+    trailer = ""
+    fence = re.match(r"\s*(```)", z)
+    if fence:
+        trailer = "\n```"
+        z = z[fence.end():]
+        if m is not None:
+            mf = re.match(r"\s*(```)", m)
+            if mf:
+                m = m[mf.end():]
+    mk = _markers(a, z, m, f, name_in_header=True)
+    header = mk["header_prefix"] + "{name}" + between
+    id_prefix = id_suffix = ""
+    if b2 is not None and NAME2 in b2:
+        n2 = b2.find(NAME2)
+        k2 = b2.find("{", n2)
+        between2 = b2[n2 + len(NAME2):k2]
+        if between2 != between:
+            # the text after the name differs between calls only by the call's number:
+            # NAME:0 / NAME:1 is an id the name is part of
+            cp = os.path.commonprefix([between, between2])
+            cs = os.path.commonprefix([between[::-1], between2[::-1]])[::-1]
+            d1, d2 = between[len(cp):len(between) - len(cs)], between2[len(cp):len(between2) - len(cs)]
+            if d1.isdigit() and d2.isdigit():
+                header = "{id}" + cs
+                id_prefix, id_suffix = mk["header_prefix"], re.escape(cp) + r"\d+"
+                f.evidence.append(f"tools.ids: calls are numbered in the header ({d1!r}, {d2!r}): the id "
+                                  f"{mk['header_prefix']}NAME{cp}N carries the name")
+    codec = CodecSpec(kind="name_json", header=header, trailer=trailer,
+                      flavor="relaxed" if relaxed else "json", string_delims=relaxed,
+                      id_name_prefix=id_prefix, id_name_suffix=id_suffix)
+    f.say("tools.codec", 0.9, f"name then {'relaxed ' if relaxed else ''}JSON arguments: header {header!r}")
+    return _spec(mk, codec, f)
+
+def _relaxed_delims(s: str, k: int) -> tuple[tuple[tuple[str, str], ...], int] | None:
+    """Gemma-style ``{key:<delim>value<delim>}``: find the delimiters around the string value."""
+    m = re.match(r"\{\s*" + re.escape(KEY1) + r"\s*:", s[k:])
+    if m is None:
+        return None
+    v = s.find(VAL1, k + m.end())
+    if v < 0:
+        return None
+    d_open = s[k + m.end():v]
+    after = s[v + len(VAL1):]
+    cut = re.search(r"[,}]", after)
+    if cut is None or not d_open:
+        return None
+    d_close = after[:cut.start()]
+    if not d_close or d_open == '"':
+        return None
+    delims = ((d_open, d_close),)
+    end = _relaxed_end(s, k, delims)
+    if end < 0:
+        return None
+    return delims, end
+
+def _relaxed_end(s: str, k: int, delims: tuple[tuple[str, str], ...]) -> int:
+    depth = 0
+    i = k
+    while i < len(s):
+        for a, b in delims:
+            if s.startswith(a, i):
+                j = s.find(b, i + len(a))
+                if j < 0:
+                    return -1
+                i = j + len(b)
+                break
+        else:
+            c = s[i]
+            if c in "{[":
+                depth += 1
+            elif c in "}]":
+                depth -= 1
+                if depth == 0:
+                    return i + 1
+            i += 1
+    return -1
+
+def _tagged(b1: str, b2: str | None, f: Findings) -> ToolSpec | None:
+    n = b1.find(NAME1)
+    k1 = b1.find(KEY1, n)
+    v1 = b1.find(VAL1, k1)
+    k2 = b1.find(KEY2, v1)
+    v2 = b1.find("7", k2 + len(KEY2)) if k2 >= 0 else -1
+    if min(n, k1, v1) < 0:
+        return None
+    # the header: the tag the name sits in, or the bare name
+    lt = b1.rfind("<", 0, n)
+    in_tag = lt >= 0 and b1.find(">", lt) > n and "<" not in b1[n:b1.find(">", n)]
+    h_start = lt if in_tag else n
+    h_end = b1.find(">", n) + 1 if in_tag else n + len(NAME1)
+    if in_tag:
+        # a doubled bracket ('<<use NAME>>') belongs to the tag
+        while h_start > 0 and b1[h_start - 1] == "<" and b1[h_end:h_end + 1] == ">":
+            h_start, h_end = h_start - 1, h_end + 1
+    pre1 = b1[h_end:k1]
+    if k2 >= 0 and v2 >= 0:
+        mid = b1[v1 + len(VAL1):k2]
+        p_open = common_suffix(pre1, mid)
+        kv1 = b1[k1 + len(KEY1):v1]
+        kv2 = b1[k2 + len(KEY2):v2]
+        after_last = b1[v2 + 1:]
+        p_close_full = mid[: len(mid) - len(p_open)]
+    else:
+        p_open = pre1
+        kv1 = kv2 = b1[k1 + len(KEY1):v1]
+        after_last = b1[v1 + len(VAL1):]
+        p_close_full = ""
+    p_open_core = p_open.lstrip(_WS)
+    if not p_open_core and not kv1.strip(_WS):
+        return None
+    # DSML-style typed attribute: the key/value middles differ by one slot
+    string_true = "true"
+    if kv1 != kv2:
+        cp = os.path.commonprefix([kv1, kv2])
+        while cp and cp[-1].isalnum():
+            cp = cp[:-1]
+        r1, r2 = kv1[len(cp):], kv2[len(cp):]
+        cs = os.path.commonprefix([r1[::-1], r2[::-1]])[::-1]
+        while cs and cs[0].isalnum():
+            cs = cs[1:]
+        slot1 = kv1[len(cp): len(kv1) - len(cs)]
+        kv_pattern = cp + "{string}" + cs
+        string_true = slot1
+    else:
+        kv_pattern = kv1
+    # the value's closing text: common start of what follows value 1 and value 2
+    close_v: str | None
+    if k2 >= 0 and v2 >= 0 and not p_close_full.strip(_WS) and not p_open.strip(_WS) and "\n" in mid:
+        close_v = "\n"  # one `key: value` per line: the line break ends a value
+    elif p_close_full:
+        close_v = _value_close(p_close_full, after_last, KEY1, KEY2)
+    else:
+        close_v = _value_close_single(after_last, f)
+    if close_v is None:
+        return None
+    param = p_open_core + "{key}" + kv_pattern + "{value}" + close_v
+    # what follows the last parameter: the call's trailer, then call/section markers
+    rest = after_last[len(close_v.replace("{key}", KEY2 if k2 >= 0 else KEY1)):] \
+        if after_last.startswith(close_v.replace("{key}", KEY2 if k2 >= 0 else KEY1)) else after_last
+    header = b1[h_start:n] + "{name}" + (b1[n + len(NAME1):h_end] if in_tag else "")
+    a = b1[:h_start]
+    m = None
+    trailer = ""
+    z = rest
+    if b2 is not None and NAME2 in b2:
+        n2 = b2.find(NAME2)
+        lt2 = n2
+        if in_tag:
+            lt2 = b2.rfind(b1[h_start:n], 0, n2)
+            lt2 = lt2 if lt2 >= 0 else b2.rfind("<", 0, n2)
+        last_v = b2.rfind(VAL1, 0, n2)
+        k2b = b2.find("7", last_v)
+        end1 = (k2b + 1) if 0 <= k2b < lt2 else last_v + len(VAL1)
+        c1 = close_v.replace("{key}", KEY2 if 0 <= k2b < lt2 else KEY1)
+        m = b2[end1:lt2]
+        if m.startswith(c1):
+            m = m[len(c1):]
+    if in_tag:
+        # a call written as a tag closes with that tag's closing form (</function>, </invoke>)
+        word = re.match(r"(<+)([^\s=<>]+)", header)
+        cand = f"{word.group(1)}/{word.group(2)}{'>' * len(word.group(1))}" if word else ""
+        if cand and z.lstrip(_WS).startswith(cand):
+            trailer = cand
+            z = z.lstrip(_WS)[len(cand):]
+            if m is not None and m.lstrip(_WS).startswith(cand):
+                m = m.lstrip(_WS)[len(cand):]
+    mk = _markers(a, z, m, f, name_in_header=False)
+    head_lit = header.split("{name}")[0]
+    bare_tag = in_tag and mk["call_open"] == "" and mk["section_open"] == ""
+    if bare_tag and not (trailer and head_lit.startswith("<") and len(head_lit.strip(_WS)) >= 4):
+        return None
+    codec = CodecSpec(kind="tagged", header=header, trailer=trailer, param=param, string_true=string_true)
+    f.say("tools.codec", 0.9, f"tagged parameters: header {header!r}, parameter {param!r}, "
+          f"trailer {trailer!r}")
+    spec = _spec(mk, codec, f)
+    if bare_tag:
+        # no wrapper at all: the call's own tag (closed by its closing form) starts a call
+        spec = replace(spec, lookahead_open=(head_lit,))
+        f.evidence.append(f"tools.bare_calls: calls are bare {head_lit!r}...{trailer!r} tags")
+    elif in_tag and spec.call_open and head_lit.startswith("<") and len(head_lit) >= 4:
+        # the call's own tag is distinctive enough to start a call without its wrapper
+        spec = replace(spec, lookahead_open=(head_lit,))
+        f.evidence.append(f"tools.bare_calls: {head_lit!r} also starts a call without {spec.call_open[0]!r}")
+    return spec
+
+def _value_close(after1: str, after_last: str, key1: str, key2: str) -> str | None:
+    """Closing text of a value: what follows value 1 (and the last value) up to the next open."""
+    a = after1.replace(key1, "{key}")
+    b = after_last.replace(key2, "{key}")
+    c = common_prefix(a, b)
+    core = c.rstrip(_WS)
+    if not core.strip(_WS):
+        return ""
+    # keep whitespace that the template puts before the close (trimmed once from values)
+    return core
+
+def _value_close_single(after: str, f: Findings) -> str | None:
+    t = after.lstrip(_WS)
+    m = re.match(r"\S+?>|\S+", t)
+    if m is None:
+        return ""
+    lead = after[: len(after) - len(t)]
+    return lead + m.group()

@@ -1,0 +1,141 @@
+"""Reasoning markers: from a rendered reasoning block, or from how the generation prompt changes
+when thinking is switched on and off (templates that drop reasoning from history)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ..profile import ReasoningSpec
+from .extract import Findings
+from .markup import (
+    common_prefix,
+    first_token,
+    last_tag,
+    last_token,
+    pairs_with,
+)
+from .probes import (
+    CONTENT,
+    REASONING,
+    Probe,
+    Prober,
+    after_user,
+)
+
+__all__ = ["find_reasoning"]
+
+_WS = " \t\r\n"
+
+
+def find_reasoning(pr: Prober, f: Findings, tools: list[dict[str, Any]] | None) -> None:
+    msg = {"role": "assistant", "content": CONTENT, "reasoning_content": REASONING}
+    span_probe: Probe | None = None
+    blocks = {"role": "assistant", "content": [{"type": "thinking", "thinking": REASONING},
+                                               {"type": "text", "text": CONTENT}]}
+    switches: tuple[tuple[dict[str, Any], dict[str, Any]], ...] = (
+        (msg, {}), (msg, {"enable_thinking": True}), (msg, {"thinking": True}), (blocks, {}))
+    for m, kw in switches:
+        label = "reasoning" + (f" {kw}" if kw else "") + (" (content blocks)" if m is blocks else "")
+        p = pr.turn(label, m, tools=tools, **kw)
+        f.probes.append(p)
+        printed_data = p.span is not None and ("'type'" in p.span or '"type"' in p.span)
+        if p.span is not None and REASONING in p.span and CONTENT in p.span and not printed_data:
+            span_probe = p
+            break
+    prompts: dict[str, str | None] = {"default": after_user(pr.prompt(tools))}
+    for var in ("enable_thinking", "thinking", "reasoning"):
+        on = after_user(pr.prompt(tools, **{var: True}))
+        off = after_user(pr.prompt(tools, **{var: False}))
+        prompts["on"], prompts["off"] = on, off
+        if on is not None and off is not None and on != off:
+            f.evidence.append(f"reasoning.switch: the template variable {var!r} changes the generation prompt")
+            break
+    open_m, close_m, how = "", "", ""
+    prompt_conf = 0.75
+    if span_probe is not None:
+        assert span_probe.span is not None
+        s = span_probe.span
+        ri, ci = s.index(REASONING), s.index(CONTENT)
+        if ri < ci:
+            before, between = s[:ri], s[ri + len(REASONING):ci]
+            wrap = f.content_pre.strip(_WS)
+            b = between.strip(_WS)
+            open_m = last_token(before)
+            # the content wrapper (e.g. START_RESPONSE) follows the close marker; an empty reasoning
+            # block in the plain render is not a wrapper
+            if wrap and b.endswith(wrap) and b != wrap and not (open_m and open_m in wrap):
+                b = b[: -len(wrap)].strip(_WS)
+            close_m = first_token(b)
+            if not open_m:
+                for src in (span_probe.prompt_tail, prompts["on"] or "", prompts["default"] or ""):
+                    tail = last_tag(src)
+                    if pairs_with(tail, close_m):
+                        open_m = tail
+                        break
+            how = f"reasoning renders as {s[:ci + len(CONTENT)]!r}"
+    if not close_m:
+        # the template drops reasoning from history: read the markers from the generation prompts
+        on, off, dflt = prompts["on"], prompts["off"], prompts["default"]
+        if on is not None and off is not None and on != off:
+            n = len(common_prefix(on, off))
+            a, b = on[n:], off[n:]
+            ta, tb = a.split(), b.split()
+            if not ta and len(tb) == 2:
+                open_m, close_m = tb
+            elif not ta and len(tb) == 1:
+                open_m, close_m = last_tag(on), tb[0]
+            elif len(ta) == 1 and not tb:
+                open_m = ta[0]
+                close_m = _closing_form(open_m)
+            elif len(ta) == 1 and len(tb) == 1 and pairs_with(ta[0], tb[0]):
+                # on: the prompt opens the block; off: it writes the close (the block is skipped)
+                open_m, close_m = ta[0], tb[0]
+            if close_m:
+                how = (f"the template drops reasoning from history; enable_thinking changes the "
+                       f"generation prompt by {a!r} / {b!r}")
+                if close_m in tb and pairs_with(open_m, close_m):
+                    # both markers are rendered (the close by the prompt that skips the block)
+                    prompt_conf = 0.85
+        if not close_m and dflt is not None:
+            tail = last_tag(dflt)
+            guess = _closing_form(tail)
+            # an opened block is the last thing the prompt writes; a tag earlier in the prompt, or
+            # one that history renders around content too, is turn markup
+            if guess and tail not in f.content_pre and tail not in f.content_post \
+                    and dflt.rstrip(_WS).endswith(tail) and re.fullmatch(r"<[A-Za-z_][\w:-]*>", tail):
+                open_m, close_m = tail, guess
+                how = (f"the generation prompt ends with {tail!r}, which history renders never show; "
+                       f"assumed its closing form {guess!r} (not confirmed by any render)")
+                f.say("reasoning", 0.55, how)
+    if not close_m:
+        f.say("reasoning", 0.85, "no render shows a reasoning block")
+        return
+    if open_m and not pairs_with(open_m, close_m) and open_m == close_m:
+        open_m = ""
+    start = "explicit"
+    dflt = prompts["default"] or ""
+    opened_by_prompt = (not open_m and span_probe is not None and span_probe.span is not None
+                        and span_probe.span.index(REASONING) < 2)
+    if (open_m and dflt.rstrip(_WS).endswith(open_m)) or opened_by_prompt:
+        start = "prefilled"
+    switchable = prompts["on"] is not None and prompts["off"] is not None and prompts["on"] != prompts["off"]
+    opens: tuple[str, ...] = (open_m,) if open_m else ()
+    labelled = re.fullmatch(r"(<[^<>\s]+>|\[[^\[\]\s]+\])([A-Za-z_][\w-]*)", open_m)
+    if labelled:
+        # a tag followed by a label word (<|channel>thought): the bare tag opens a block too
+        opens = (open_m + "\n", open_m, labelled.group(1))
+    f.reasoning = ReasoningSpec(open=opens, close=(close_m,), start=start,  # type: ignore[arg-type]
+                                switchable=switchable)
+    if "reasoning" not in f.confidence:
+        f.say("reasoning", 0.95 if span_probe is not None else prompt_conf,
+              f"open {open_m!r}, close {close_m!r}, start {start}; {how}")
+
+def _closing_form(tok: str) -> str:
+    m = re.fullmatch(r"<([^/<>\s][^<>\s]*)>", tok)
+    if m:
+        return f"</{m.group(1)}>"
+    m = re.fullmatch(r"\[([^/\[\]\s]+)\]", tok)
+    if m:
+        return f"[/{m.group(1)}]"
+    return ""
