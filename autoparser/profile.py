@@ -150,6 +150,9 @@ class MessagesSpec:
     #: what a writer (a grammar) must spell out that the parser never needs: the role after
     #: ``start``, the channel calls and the answer go to, and the content types a call may name
     role: str = "assistant"
+    #: the generation prompt ends inside a message header (after ``start`` and the role), so the
+    #: output begins with the rest of that header (`` to=functions.f<|channel|>...``)
+    header_open: bool = False
     call_channel: str = "commentary"
     final_channel: str = "final"
     content_types: tuple[str, ...] = ("json", "code")

@@ -98,6 +98,10 @@ def explain_failures(prof: autoparser.Profile, dialect: str, cases: list[dict[st
 
 
 def describe(prof: autoparser.Profile) -> str:
+    if prof.messages is not None:
+        m = prof.messages
+        return (f"headed messages {m.channel}CHANNEL{m.message}...{'/'.join(m.ends)}, calls to "
+                f"{m.recipient_prefix}NAME, reasoning channels {', '.join(m.reasoning_channels)}")
     t = prof.tools
     if t is None:
         tools = "no tool calls"
@@ -152,10 +156,12 @@ def main() -> int:
         rec.update(
             seconds=round(an.seconds, 4), renders=an.renders, name=prof.name, confidence=prof.confidence,
             derived=describe(prof), self_check=f"{an.check.passed}/{an.check.rendered}",
-            self_check_rate=round(an.check.rate, 3), has_tools=prof.tools is not None,
+            self_check_rate=round(an.check.rate, 3), has_tools=prof.tools is not None or prof.messages is not None,
             profile=prof.wire_format(), evidence=list(prof.evidence))
         exp_close = (row.get("reasoning_close") or "").strip()
         got_close = set(prof.reasoning.close) if prof.reasoning else set()
+        if prof.messages is not None:  # headed messages end a reasoning message with an end marker
+            got_close |= set(prof.messages.ends)
         rec["reasoning_agrees"] = (exp_close in got_close) if exp_close else None
         if exp in PEER_DIALECTS:
             okn, fails = run_vectors(prof, by_dialect.get(exp, []))
@@ -164,7 +170,8 @@ def main() -> int:
                        peer_failures=fails,
                        failure_causes=explain_failures(prof, exp, by_dialect.get(exp, []), fails))
             builtin = autoparser.get_profile(exp)
-            rec["agrees"] = prof.name == exp or (_score(prof, builtin) > 0 and prof.tools is not None)
+            calls = prof.tools is not None or prof.messages is not None
+            rec["agrees"] = prof.name == exp or (_score(prof, builtin) > 0 and calls)
             rec["correct"] = bool(n) and okn / n >= 0.9
             # with known=True a matched dialect brings the rules no template shows
             kp = autoparser.analyze(text, src.get("bos") or None, src.get("eos") or None, known=True)

@@ -58,9 +58,10 @@ def test_analysis_is_sound(row: dict[str, str]) -> None:
     assert prof.evidence, "every derived profile says why"
     exp = row["tool_format"]
     if exp == "none":
-        assert prof.tools is None, "a template without tool calls must derive none"
-    wrong = (exp == "none" and prof.tools is not None) or (
-        exp in PEER and (prof.tools is None or prof.name not in (exp, *_same_format(exp))))
+        assert prof.tools is None and prof.messages is None, "a template without tool calls must derive none"
+    calls = prof.tools is not None or prof.messages is not None
+    wrong = (exp == "none" and calls) or (
+        exp in PEER and (not calls or prof.name not in (exp, *_same_format(exp))))
     if wrong:
         assert prof.confidence < 0.9, f"wrong derivation ({prof.name}) with confidence {prof.confidence}"
 

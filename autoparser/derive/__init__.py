@@ -18,6 +18,7 @@ from ..profile import Profile
 from .calls import find_tools
 from .extract import Findings, find_content
 from .match import match_dialect
+from .messages import find_messages
 from .probes import Prober, tools_for
 from .reasoning import find_reasoning
 from .selfcheck import CheckResult, self_check
@@ -55,6 +56,7 @@ def analyze_detailed(chat_template: str, bos_token: str | None = None, eos_token
         tools = []
     find_reasoning(pr, f, tools or None)
     find_tools(pr, f)
+    messages = find_messages(f, pr.prompt(tools or None))
     if eos_token and eos_token not in f.strip and not eos_token.isspace():
         f.strip.append(eos_token)
     reasoning_markers = set()
@@ -63,6 +65,12 @@ def analyze_detailed(chat_template: str, bos_token: str | None = None, eos_token
     strip = tuple(dict.fromkeys(t for t in f.strip if t and t not in reasoning_markers))
     prof = Profile(name=None, description="derived from a chat template", reasoning=f.reasoning,
                    strip=strip, tools=f.tools)
+    if messages is not None:
+        # headers route every body: no separate reasoning or call markers, and header text is
+        # never stripped as an end-of-turn token
+        parts = (messages.channel, messages.message, messages.start)
+        prof = replace(prof, reasoning=None, tools=None, messages=messages,
+                       strip=tuple(t for t in strip if not any(x in t for x in parts)))
     try:  # a derived profile obeys the same rules as a profile file
         Profile.from_dict(prof.to_dict())
     except ProfileError as e:
@@ -72,6 +80,9 @@ def analyze_detailed(chat_template: str, bos_token: str | None = None, eos_token
     _structural_checks(prof, f, special_tokens)
     check = self_check(pr, prof, n=check_messages, as_string=bool(f.tools_kw.get("as_string")),
                        content_with_calls=f.tools_kw.get("content", ""))
+    if messages is not None:  # the headers replace the reasoning and call findings
+        for k in ("reasoning", "tools", "tools.codec", "tools.markers"):
+            f.confidence.pop(k, None)
     conf = _confidence(f, check)
     name = match_dialect(prof)
     if check.rendered:
@@ -165,7 +176,7 @@ def _structural_checks(p: Profile, f: Findings, special_tokens: tuple[str, ...])
 
 def _confidence(f: Findings, check: CheckResult) -> float:
     core = [v for k, v in f.confidence.items() if k in ("content", "reasoning", "tools", "tools.codec",
-                                                        "tools.markers", "end_of_turn")]
+                                                        "tools.markers", "end_of_turn", "messages")]
     base = min(core) if core else 0.5
     if not check.rendered:
         return round(min(base, 0.5), 3)
@@ -182,6 +193,7 @@ def _with_builtin_rules(prof: Profile, name: str) -> Profile:
 
     b = get_profile(name)
     return replace(b, name=name, confidence=prof.confidence, field_confidence=prof.field_confidence,
+                   messages=prof.messages or b.messages,
                    evidence=(*prof.evidence, f"known dialect {name!r}: recovery rules and alternative "
                              "spellings taken from the builtin profile"),
                    strip=tuple(dict.fromkeys((*prof.strip, *b.strip))))

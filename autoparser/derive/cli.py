@@ -95,7 +95,12 @@ def _summary(out: TextIO, src: Any, an: Any) -> None:
     else:
         w("  reasoning    none\n")
     t = p.tools
-    if t is None:
+    if p.messages is not None:
+        m = p.messages
+        w(f"  messages     {m.channel}CHANNEL{m.message} BODY {' | '.join(m.ends)}; calls are messages to "
+          f"{m.recipient_prefix}NAME; reasoning channels: {', '.join(m.reasoning_channels)}"
+          f"{'; the prompt opens a header' if m.header_open else ''}\n")
+    elif t is None:
         w("  tool calls   none\n")
     else:
         if t.section_open or t.section_close:

@@ -33,6 +33,11 @@ def _openers(t: ToolSpec) -> set[str]:
 
 def _score(d: Profile, b: Profile) -> int:
     score = 0
+    if d.messages is not None or b.messages is not None:
+        dm, bm = d.messages, b.messages
+        if dm is None or bm is None or (dm.channel, dm.message) != (bm.channel, bm.message):
+            return -1
+        return 10 + len(set(dm.reasoning_channels) & set(bm.reasoning_channels))
     if d.tools is not None:
         if b.tools is None:
             return -1
@@ -93,7 +98,7 @@ def match_dialect(prof: Profile) -> str | None:
     """The builtin dialect with the same wire format, or None."""
     from ..dialects import _names, get_profile
 
-    if prof.tools is None and prof.reasoning is None:
+    if prof.tools is None and prof.reasoning is None and prof.messages is None:
         return None
     best, best_key = None, (0, 0)
     for name in _names():

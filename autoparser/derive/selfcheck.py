@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import random
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -73,9 +74,9 @@ def self_check(pr: Prober, prof: Profile, *, n: int = 10, seed: int = 7,
         msg: dict[str, Any] = {"role": "assistant"}
         want_calls: list[dict[str, Any]] = []
         content = rng.choice(["Sure, here it is.", "The answer is 42.", "Ça marche — 好的!"])
-        if kind == 0 or prof.tools is None:
+        if kind == 0 or (prof.tools is None and prof.messages is None):
             msg["content"] = content
-        elif kind == 1 and r is not None:
+        elif kind == 1 and (r is not None or prof.messages is not None):
             msg["content"] = content
             msg["reasoning_content"] = rng.choice(["First, think.", "Compare a and b; pick b."])
         else:
@@ -83,15 +84,18 @@ def self_check(pr: Prober, prof: Profile, *, n: int = 10, seed: int = 7,
             calls = []
             for j in range(k):
                 name = str(CHECK_TOOLS[rng.randrange(len(CHECK_TOOLS))]["function"]["name"])
-                args = _args(rng, rich=prof.tools.codec.kind in ("json", "name_json", "pythonic"))
+                rich = prof.messages is not None or (prof.tools is not None
+                                                     and prof.tools.codec.kind in ("json", "name_json", "pythonic"))
+                args = _args(rng, rich=rich)
                 calls.append(call(str(name), args, j + 1, as_string))
                 want_calls.append({"name": name, "arguments": args})
             msg["content"] = content_with_calls
             msg["tool_calls"] = calls
         p = pr.turn(f"self-check {i}", msg, tools=CHECK_TOOLS,
                     history=[{"role": "user", "content": USER}])
-        if p.span is None:
-            continue
+        wanted = Counter(str(c["name"]) for c in want_calls)
+        if p.span is None or any(p.span.count(n) < k for n, k in wanted.items()):
+            continue  # the template did not write every call of this message (some write only the first)
         out.rendered += 1
         mode = "explicit"
         if r is not None:

@@ -182,6 +182,10 @@ class Parser:
         self._held: list[str] = []        # undecided or deferred text
         self._region: _Region | None = None
         self._h_header: list[str] = []
+        # the prompt ended inside a message header: output starts with the rest of it
+        self._h_prompt_header = profile.messages is not None and profile.messages.header_open
+        if self._h_prompt_header:
+            self._mode = "h_header"
         self._h_kind = ""
         self._h_blocks = 0
         self._h_scanner: BalancedScanner | None = None
@@ -700,6 +704,19 @@ class Parser:
         self._calls.append(ToolCall(c.name, c.arguments, cid, final_status, known))
 
     # -- Harmony messages ---------------------------------------------------------------------------
+    def _abandon_header(self, pos: int) -> None:
+        """A header that never reached its message marker: the one the prompt opened was plain text
+        (a model answering without a header); any other is a broken header, reported."""
+        if self._h_prompt_header:
+            self._h_prompt_header = False
+            text = "".join(self._h_header)
+            self._h_header = []
+            self._mode = "content"
+            self._emit_content(text)
+            return
+        self._issue("invalid_header", "message header never reached its message marker", pos)
+        self._mode = "content"
+
     def _m_h_header(self, w: str, i: int, final: bool) -> int:
         h = self.profile.messages
         assert h is not None
@@ -707,19 +724,27 @@ class Parser:
         if m is None:
             self._h_header.append(w[i:safe])
             if sum(map(len, self._h_header)) > _MAX_HARMONY_HEADER or final:
-                self._issue("invalid_header", "message header never reached its message marker",
-                            self._at(safe))
-                self._mode = "content"
+                self._abandon_header(self._at(safe))
             return safe
         self._h_header.append(w[i:m.start])
         if m.kind == "h_channel":
+            text = "".join(self._h_header)
+            if self._h_prompt_header and text.strip(_WS) and h.recipient_prefix not in text:
+                # the prompt opened a header, but this is prose before the first real one
+                self._emit_content(text)
+                self._h_header = []
+            self._h_prompt_header = False
             self._h_header.append(" ")
             return m.end
         if m.kind != "msg":
+            if self._h_prompt_header:
+                self._abandon_header(self._at(m.start))
+                return m.start
             self._mode = "content"
             return m.start if m.kind == "h_start" else m.end
         header = "".join(self._h_header)
-        rm = re.search(re.escape(h.recipient_prefix) + r"([^\s<]+)", header)
+        self._h_prompt_header = False
+        rm = re.search(re.escape(h.recipient_prefix) + r"([^\s<>|]+)", header)
         if rm:
             self._h_name = rm.group(1)
             self._h_scanner = None
