@@ -71,3 +71,29 @@ def test_template_without_tools_derives_none() -> None:
     p = autoparser.analyze(t, known=False)
     assert p.tools is None and p.reasoning is None
     assert any("renders no tool calls" in e for e in p.evidence)
+
+
+HEADED = """{%- for m in messages -%}
+{%- if m.role == 'assistant' -%}
+{%- if m.reasoning_content %}<@head>muse<@body>{{ m.reasoning_content }}<@stop><@turn>bot{% endif -%}
+{%- if m.tool_calls %}{% for c in m.tool_calls -%}
+ to=tool.{{ c.function.name }}<@head>act<@body>{{ c.function.arguments | tojson }}<@fire>
+{%- endfor -%}
+{%- else %}<@head>say<@body>{{ m.content }}<@done>{% endif -%}
+{%- else %}<@turn>{{ m.role }}<@head>say<@body>{{ m.content }}<@stop>{% endif -%}
+{%- endfor -%}
+{%- if add_generation_prompt %}<@turn>bot{% endif -%}"""
+
+
+def test_header_routed_messages_are_derived() -> None:
+    """An invented Harmony-like format: bodies routed by '<@head>CHANNEL<@body>' headers."""
+    p = autoparser.analyze(HEADED, known=False)
+    m = p.messages
+    assert m is not None and p.tools is None and p.reasoning is None
+    assert (m.channel, m.message, m.reasoning_channels) == ("<@head>", "<@body>", ("muse",))
+    assert m.recipient_prefix == "to=tool." and m.header_open and m.start == "<@turn>"
+    out = ' to=tool.lookup<@head>act<@body>{"q": "x"}<@fire>'
+    res = autoparser.parse(out, p)
+    assert [(c.name, c.arguments) for c in res.tool_calls] == [("lookup", {"q": "x"})]
+    res = autoparser.parse("<@head>muse<@body>hmm<@stop><@turn>bot<@head>say<@body>Hi.<@done>", p)
+    assert (res.reasoning, res.content) == ("hmm", "Hi.")
