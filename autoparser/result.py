@@ -6,6 +6,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from .events import CallStatus
+
 __all__ = ["Issue", "Result", "ToolCall"]
 
 
@@ -26,7 +28,7 @@ class ToolCall:
     name: str
     arguments: dict[str, Any]
     id: str
-    status: Literal["ok", "repaired", "truncated", "invalid"] = "ok"
+    status: CallStatus = "ok"
     known: bool = True
 
     @property

@@ -203,18 +203,9 @@ def wl_bigarg(n: int) -> Workload:
     text = f"<tool_call>\n{payload}\n</tool_call>"
 
     def check(res: Any) -> list[str]:
-        out: list[str] = []
-        _expect(len(res.tool_calls) == 1, f"{len(res.tool_calls)} calls, want 1", out)
-        if res.tool_calls:
-            call = res.tool_calls[0]
-            got = call.arguments.get("content")
-            _expect(call.name == "write_file", f"name {call.name!r}", out)
-            _expect(
-                isinstance(got, str) and len(got) == n, f"argument length {len(got or '')}, want {n}", out
-            )
-            _expect(got == value, "argument text differs", out)
-            _expect(call.arguments.get("path") == "notes.md", "path argument differs", out)
-        _expect(not res.content.strip(), f"unexpected content ({len(res.content)} chars)", out)
+        out = _one_call(res, "write_file", value, lambda got: got)
+        _expect(bool(res.tool_calls) and res.tool_calls[0].arguments.get("path") == "notes.md",
+                "path argument differs", out)
         return out
 
     return Workload("bigarg", f"hermes call, {_size(n)} string argument", "hermes", text, check)
@@ -243,22 +234,27 @@ def wl_qwen_xml(n: int) -> Workload:
     )
 
     def check(res: Any) -> list[str]:
-        out: list[str] = []
-        _expect(len(res.tool_calls) == 1, f"{len(res.tool_calls)} calls, want 1", out)
-        if res.tool_calls:
-            call = res.tool_calls[0]
-            got = call.arguments.get("content")
-            _expect(call.name == "write", f"name {call.name!r}", out)
-            # The dialect trims the newline framing the value; anything more is a bug.
-            got_s = got.strip("\n") if isinstance(got, str) else ""
-            _expect(len(got_s) == n, f"parameter length {len(got_s)}, want {n}", out)
-            _expect(got_s == value, "parameter text differs", out)
-        _expect(not res.content.strip(), f"unexpected content ({len(res.content)} chars)", out)
-        return out
+        # the dialect trims the newline framing the value; anything more is a bug
+        return _one_call(res, "write", value, lambda got: got.strip("\n"))
 
     return Workload(
         "qwen3xml", f"qwen3-coder call, {_size(n)} parameter", "qwen3-coder", text, check, _WRITE_TOOL
     )
+
+
+def _one_call(res: Any, name: str, value: str, norm: Callable[[str], str]) -> list[str]:
+    """Problems with a result that must hold one call whose ``content`` argument is ``value``."""
+    out: list[str] = []
+    _expect(len(res.tool_calls) == 1, f"{len(res.tool_calls)} calls, want 1", out)
+    if res.tool_calls:
+        call = res.tool_calls[0]
+        got = call.arguments.get("content")
+        got_s = norm(got) if isinstance(got, str) else ""
+        _expect(call.name == name, f"name {call.name!r}", out)
+        _expect(len(got_s) == len(value), f"argument length {len(got_s)}, want {len(value)}", out)
+        _expect(got_s == value, "argument text differs", out)
+    _expect(not res.content.strip(), f"unexpected content ({len(res.content)} chars)", out)
+    return out
 
 
 def _size(n: int) -> str:

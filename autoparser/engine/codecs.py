@@ -228,29 +228,24 @@ class JsonBody(Body):
         if st == "more":
             if final:
                 # uniform end-of-stream recovery: a list of complete calls missing only its ']'
-                sc = self.scanner
-                if sc.stack == ["["] and not sc.in_string:
-                    try:
-                        value = json.loads(sc.text().rstrip(_WS).rstrip(",") + "]")
-                    except ValueError:
-                        value = None
-                    calls = self._calls_from(value) if isinstance(value, list) and value else None
-                    if calls:
-                        for c in calls:
-                            c.issues.append(("missing_end_marker", "closing ']' was missing"))
-                        self.calls = calls
-                        return "done", j
+                closed = self.scanner.list_closed_at_end()
+                try:
+                    value = json.loads(closed) if closed else None
+                except ValueError:
+                    value = None
+                calls = self._calls_from(value) if isinstance(value, list) and value else None
+                if calls:
+                    for c in calls:
+                        c.issues.append(("missing_end_marker", "closing ']' was missing"))
+                    self.calls = calls
+                    return "done", j
                 return self._reject("call arguments cut off by the end of the output", j, truncated=True)
             return "more", j
-        raw = self.scanner.text()
-        status: Literal["ok", "repaired"] = "ok"
-        if st == "stop":
-            if self.scanner.in_string:
-                return self._reject("end marker inside a string", j)  # pragma: no cover
-            raw += self.scanner.closing_suffix()
-            status = "repaired"
-        elif st == "error":
+        bounded = self.scanner.bounded(st)
+        if bounded is None:
             return self._reject("unbalanced bracket in call body", j)
+        raw, repaired = bounded
+        status: Literal["ok", "repaired"] = "repaired" if repaired else "ok"
         try:
             value = json.loads(raw)
         except ValueError as e:
@@ -420,13 +415,11 @@ class NameJsonBody(Body):
                 if final:
                     return self._reject("call arguments cut off by the end of the output", j, truncated=True)
                 return "more", j
-            raw = self.scanner.text()
-            status: Literal["ok", "repaired"] = "ok"
-            if st == "stop":
-                raw += self.scanner.closing_suffix()
-                status = "repaired"
-            elif st == "error":
+            bounded = self.scanner.bounded(st)
+            if bounded is None:
                 return self._reject("unbalanced bracket in arguments", j)
+            raw, repaired = bounded
+            status: Literal["ok", "repaired"] = "repaired" if repaired else "ok"
             args: Any
             try:
                 if s.flavor == "relaxed":
@@ -669,11 +662,11 @@ class PythonicBody(Body):
         st, j = self.scanner.feed(text, pos, final)
         if st == "more":
             if final:
-                raw = self.scanner.text()
                 # uniform end-of-stream recovery: a complete call missing only its closing ']'
-                if self.scanner.stack == ["["] and not self.scanner.in_string:
+                closed = self.scanner.list_closed_at_end()
+                if closed is not None:
                     try:
-                        self.calls = self._to_calls(raw + "]")
+                        self.calls = self._to_calls(closed)
                         for c in self.calls:
                             c.issues.append(("missing_end_marker", "closing ']' was missing"))
                         return "done", j

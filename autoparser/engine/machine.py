@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 from ..errors import AutoparserError, OptionError, ParseError
 from ..events import (
@@ -325,9 +325,7 @@ class Parser:
             self._h_header = []
             self._mode = "h_header"
             return m.end
-        if k == "r_close":  # pragma: no cover - only in the undecided set, handled there
-            return m.end
-        raise AssertionError(k)  # pragma: no cover
+        raise AssertionError(k)  # pragma: no cover - the content marker set has no other kinds
 
     def _open_reasoning(self) -> None:
         r = self.profile.reasoning
@@ -700,8 +698,7 @@ class Parser:
                     status = "invalid"
         self._events.append(ToolCallArgsDelta(idx, json.dumps(c.arguments, ensure_ascii=False)))
         self._events.append(ToolCallEnd(idx, c.arguments, status))
-        final_status: Any = status
-        self._calls.append(ToolCall(c.name, c.arguments, cid, final_status, known))
+        self._calls.append(ToolCall(c.name, c.arguments, cid, status, known))
 
     # -- Harmony messages ---------------------------------------------------------------------------
     def _abandon_header(self, pos: int) -> None:
@@ -800,11 +797,9 @@ class Parser:
                 self._issue("truncated_call", f"{self._h_name}: arguments cut off; dropped", self._at(j))
                 self._mode = "content"
             return j
-        raw = sc.text()
-        status: Literal["ok", "repaired"] = "ok"
-        if st == "stop":
-            raw += sc.closing_suffix()
-            status = "repaired"
+        bounded = sc.bounded(st)
+        raw, repaired = bounded if bounded is not None else ("", False)
+        status: Literal["ok", "repaired"] = "repaired" if repaired else "ok"
         try:
             args = json.loads(raw)
         except ValueError:

@@ -73,6 +73,22 @@ class BalancedScanner:
         """What would close every open bracket (for repair): no open string allowed."""
         return "".join({"{": "}", "[": "]", "(": ")"}[b] for b in reversed(self.stack))
 
+    def bounded(self, status: ScanStatus) -> tuple[str, bool] | None:
+        """The value's text once scanning ended: as written (``done``), or with its closing
+        brackets added when an end marker bounded it (``stop``: a repair, hence the flag).
+        None for an unbalanced closer."""
+        if status == "done":
+            return self.text(), False
+        if status == "stop":
+            return self.text() + self.closing_suffix(), True
+        return None
+
+    def list_closed_at_end(self) -> str | None:
+        """At the end of the stream, a list of complete items missing only its ``]``, closed."""
+        if self.stack == ["["] and not self.in_string:
+            return self.text().rstrip(" \t\r\n").rstrip(",") + "]"
+        return None
+
     def feed(self, text: str, pos: int, final: bool) -> tuple[ScanStatus, int]:
         """Consume from ``pos``; returns (status, index).
 
