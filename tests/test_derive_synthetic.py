@@ -66,10 +66,10 @@ def test_fixture_set_is_complete() -> None:
         assert re.fullmatch(r"\{#-? tests: .+ -?#\}", first), f"{p.name}: first line must say what it tests"
 
 
-def _render(name: str, messages: list[dict[str, Any]], agp: bool, **kw: Any) -> str:
+def _render(name: str, messages: list[dict[str, Any]], agp: bool, permissive: bool = False, **kw: Any) -> str:
     from autoparser.templates.render import TemplateRenderer
 
-    return TemplateRenderer((DIR / name).read_text(encoding="utf-8")).render(
+    return TemplateRenderer((DIR / name).read_text(encoding="utf-8"), permissive=permissive).render(
         messages, tools=TOOLS, add_generation_prompt=agp, **kw)
 
 
@@ -91,6 +91,17 @@ def test_fixtures_do_what_they_say() -> None:
         {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": {"city": "X"}}}]}
     for name in ("no_tools_plain.jinja", "no_tools_reasoning_wrapper.jinja"):
         assert "get_weather" not in _render(name, [user, call], False)
+    # calls that only the permissive semantics render: content None dropped by transformers 5,
+    # list.append refused by its immutable sandbox
+    none_call = {**call, "content": None}
+    assert "<<act" not in _render("none_content_group.jinja", [user, none_call], False)
+    assert "<<act get_weather>>" in _render("none_content_group.jinja", [user, none_call], False, permissive=True)
+    with pytest.raises(TemplateError, match="unsafe"):
+        _render("mutable_call_ids.jinja", [user, call], False)
+    # reasoning only on turns after the last plain assistant message: a tool-call turn shows it
+    muse = {**call, "reasoning_content": "R1"}
+    assert "R1" not in _render("mutable_call_ids.jinja", [user, thought], False, permissive=True)
+    assert "‹muse›R1‹/muse›" in _render("mutable_call_ids.jinja", [user, muse], False, permissive=True)
 
 
 # -- derived facts -----------------------------------------------------------------------------

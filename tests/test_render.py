@@ -27,13 +27,13 @@ MAX_SECONDS = 5.0
 MAX_PEAK_BYTES = 64 * 1024 * 1024
 
 
-def _fails_fast(source: str) -> TemplateError:
+def _fails_fast(source: str, permissive: bool = False) -> TemplateError:
     """Compile and render ``source``; it must raise TemplateError quickly and with little memory."""
     tracemalloc.start()
     started = time.monotonic()
     try:
         with pytest.raises(TemplateError) as caught:
-            TemplateRenderer(source).render(USER)
+            TemplateRenderer(source, permissive=permissive).render(USER)
         elapsed = time.monotonic() - started
         peak = tracemalloc.get_traced_memory()[1]
     finally:
@@ -65,10 +65,52 @@ SANDBOX_ESCAPES = {
 }
 
 
+MUTATIONS = ("dict-update-mutation", "list-append-mutation", "messages-mutation")
+
+
+@pytest.mark.parametrize("permissive", [False, True], ids=["transformers", "permissive"])
 @pytest.mark.parametrize("source", SANDBOX_ESCAPES.values(), ids=SANDBOX_ESCAPES.keys())
-def test_sandbox_escapes_are_refused(source: str) -> None:
-    error = _fails_fast(source)
+def test_sandbox_escapes_are_refused(source: str, permissive: bool) -> None:
+    if permissive and source in (SANDBOX_ESCAPES[k] for k in MUTATIONS):
+        pytest.skip("the permissive semantics allow mutation (tested below)")
+    error = _fails_fast(source, permissive)
     assert "unsafe" in str(error) or "underscore" in str(error)
+
+
+def test_permissive_semantics_are_what_other_engines_accept() -> None:
+    """Mutation, ``content: None`` and ``tojson`` of an iterator: refused or dropped under
+    transformers' semantics, accepted by the permissive renderer the analyzer falls back to."""
+    source = ("{% set ns = namespace(ids=[]) %}{% for m in messages %}{% set _ = ns.ids.append(m.role) %}"
+              "{{ m.content is none }};{% endfor %}{{ ns.ids | tojson }}{{ messages | map(attribute='role') | tojson }}")
+    msgs = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": None}]
+    with pytest.raises(TemplateError, match="unsafe"):
+        TemplateRenderer(source).render(msgs)
+    assert TemplateRenderer(source, permissive=True).render(msgs) == \
+        'False;True;["user", "assistant"]["user", "assistant"]'
+    strict = "{% for m in messages %}{{ m.content is none }}{% endfor %}{{ messages | map(attribute='role') | tojson }}"
+    with pytest.raises(TemplateError, match="not JSON serializable"):
+        TemplateRenderer(strict).render(msgs)
+    # the caller's messages are never changed, whatever the template does to its copy
+    TemplateRenderer("{{ messages.pop() }}{{ messages[0].update({'role': 'x'}) }}", permissive=True).render(msgs)
+    assert msgs == [{"role": "user", "content": "hi"}, {"role": "assistant", "content": None}]
+
+
+MUTATION_BOMBS = {
+    "extend-doubling": ("{% set l = [1] %}{% for i in range(60) %}{{ l.extend(l) }}{% endfor %}", "value"),
+    "append-itself": ("{% set l = [] %}{% for i in range(1000) %}{{ l.append(l) }}{% endfor %}{{ l|tojson }}",
+                      "depth"),
+    "many-containers": ("{% set outer = [] %}{% for i in range(2000) %}{% set x = ['y' * 900000] %}"
+                        "{{ outer.append(x) }}{% endfor %}", "value"),
+    "grow-forever": ("{% set l = [] %}{% for i in range(100000) %}{% for j in range(100000) %}"
+                     "{{ l.append('xxxxxxxxxx') }}{% endfor %}{% endfor %}", "time"),
+}
+
+
+@pytest.mark.parametrize(("source", "limit"), MUTATION_BOMBS.values(), ids=MUTATION_BOMBS.keys())
+def test_permissive_mutation_stays_within_limits(source: str, limit: str) -> None:
+    error = _fails_fast(source, permissive=True)
+    assert isinstance(error, TemplateLimitExceeded), repr(error)
+    assert error.limit == limit
 
 
 RESOURCE_BOMBS = {
@@ -152,9 +194,10 @@ RESOURCE_BOMBS = {
 }
 
 
+@pytest.mark.parametrize("permissive", [False, True], ids=["transformers", "permissive"])
 @pytest.mark.parametrize(("source", "limit"), RESOURCE_BOMBS.values(), ids=RESOURCE_BOMBS.keys())
-def test_resource_bombs_stop_at_a_limit(source: str, limit: str) -> None:
-    error = _fails_fast(source)
+def test_resource_bombs_stop_at_a_limit(source: str, limit: str, permissive: bool) -> None:
+    error = _fails_fast(source, permissive)
     assert isinstance(error, TemplateLimitExceeded), repr(error)
     assert error.limit == limit
 

@@ -79,7 +79,8 @@ def analyze_detailed(chat_template: str, bos_token: str | None = None, eos_token
         Profile.from_dict(prof.to_dict())
     _structural_checks(prof, f, special_tokens)
     check = self_check(pr, prof, n=check_messages, as_string=bool(f.tools_kw.get("as_string")),
-                       content_with_calls=f.tools_kw.get("content", ""))
+                       content_with_calls=f.tools_kw.get("content", ""),
+                       with_ids=bool(f.tools_kw.get("ids", True)))
     if messages is not None:  # the headers replace the reasoning and call findings
         for k in ("reasoning", "tools", "tools.codec", "tools.markers"):
             f.confidence.pop(k, None)
@@ -175,7 +176,7 @@ def _structural_checks(p: Profile, f: Findings, special_tokens: tuple[str, ...])
 
 
 def _confidence(f: Findings, check: CheckResult) -> float:
-    core = [v for k, v in f.confidence.items() if k in ("content", "reasoning", "tools", "tools.codec",
+    core = [v for k, v in f.confidence.items() if k in ("content", "reasoning", "tools", "tools.codec", "tools.render",
                                                         "tools.markers", "end_of_turn", "messages")]
     base = min(core) if core else 0.5
     if not check.rendered:

@@ -25,6 +25,7 @@ from .markup import (
     pairs_with,
     split_open_header,
 )
+from .reasoning import find_reasoning
 from .probes import (
     KEY1,
     KEY2,
@@ -53,14 +54,20 @@ def find_tools(pr: Prober, f: Findings) -> None:
     tools = tools_for()
     shapes = [("dict arguments", False, ""), ("string arguments", True, ""),
               ("dict arguments, no content", False, None), ("string arguments, no content", True, None)]
+    # transformers' semantics first; then calls without ids (a caller's id may replace the name);
+    # then the laxer semantics of other engines (content None kept, mutable lists)
+    attempts = [(label, as_str, content, True, False) for label, as_str, content in shapes]
+    attempts += [(f"{label}, no ids", as_str, content, False, False) for label, as_str, content in shapes]
+    attempts += [(f"{label}, permissive", as_str, content, ids, True) for label, as_str, content, ids, _ in attempts]
     found = False
-    for label, as_str, content in shapes:
-        p1 = pr.turn(f"1 call ({label})", _call_msg([call(NAME1, ARGS1, 1, as_str)], content), tools=tools)
+    for label, as_str, content, ids, permissive in attempts:
+        pr.permissive = permissive
+        p1 = pr.turn(f"1 call ({label})", _call_msg([call(NAME1, ARGS1, 1, as_str, ids)], content), tools=tools)
         f.probes.append(p1)
         if p1.span is None or NAME1 not in p1.span or (VAL1 not in p1.span):
             continue
-        p2 = pr.turn(f"2 calls ({label})", _call_msg([call(NAME1, ARGS1, 1, as_str),
-                                                      call(NAME2, ARGS2, 2, as_str)], content), tools=tools)
+        p2 = pr.turn(f"2 calls ({label})", _call_msg([call(NAME1, ARGS1, 1, as_str, ids),
+                                                      call(NAME2, ARGS2, 2, as_str, ids)], content), tools=tools)
         f.probes.append(p2)
         b1 = _call_block(p1.span, f)
         b2 = _call_block(p2.span, f) if p2.span and NAME2 in p2.span else None
@@ -71,9 +78,19 @@ def find_tools(pr: Prober, f: Findings) -> None:
             f.evidence.append(f"tools: with {label} calls render as {b1[:80]!r}, which no codec explains")
             continue
         f.tools = spec
-        f.tools_kw = {"as_string": as_str, "content": content}
+        f.tools_kw = {"as_string": as_str, "content": content, "ids": ids}
+        if not ids:
+            f.evidence.append("tools.ids: calls render with their names only when the caller gives no id")
+        if permissive:
+            f.say("tools.render", 0.85, "tool calls render only under the laxer semantics of other engines "
+                  "(content None kept, lists mutable, tojson of an iterator), not under transformers 5's; "
+                  "the model was trained on renders like these")
         found = True
+        if f.reasoning is None:
+            find_reasoning(pr, f, tools, call_turn=_call_msg([call(NAME1, ARGS1, 1, as_str, ids)], content))
         break
+    if not found:
+        pr.permissive = False
     if not found:
         errs = [p.error for p in f.probes if p.error and "call" in p.label]
         rendered = any(p.span and NAME1 in p.span for p in f.probes)
@@ -395,6 +412,18 @@ def _name_json(b1: str, b2: str | None, f: Findings) -> ToolSpec | None:
             mf = re.match(r"\s*(```)", m)
             if mf:
                 m = m[mf.end():]
+    if b2 is not None and NAME2 in b2:
+        # the one-call render may lack the section close that the two-call render writes (a
+        # template bug in DeepSeek R1 distills); the model writes it, so take it from there
+        k2 = b2.find("{", b2.find(NAME2))
+        e2 = _balanced_end(b2, k2) if not relaxed else _relaxed_end(b2, k2, relaxed)
+        z2 = b2[e2:] if e2 > 0 else ""
+        if trailer:
+            z2 = re.sub(r"^\s*```", "", z2)
+        if len(z2.strip(_WS)) > len(z.strip(_WS)) and z2.strip(_WS).startswith(z.strip(_WS)):
+            f.evidence.append(f"tools.markers: the one-call render ends without what the two-call render "
+                              f"writes after the last call ({z2.strip(_WS)!r}); taken as the section close")
+            z = z2
     mk = _markers(a, z, m, f, name_in_header=True)
     header = mk["header_prefix"] + "{name}" + between
     id_prefix = id_suffix = ""

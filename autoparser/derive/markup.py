@@ -78,6 +78,8 @@ def split_open_header(s: str) -> tuple[str, str]:
     """
     k = s.rfind("<")
     if k >= 0 and s.find(">", k) < 0:
+        while k > 0 and s[k - 1] == "<":  # a doubled bracket ('<<act NAME>>') belongs to the tag
+            k -= 1
         return s[:k].strip(_WS), s[k:]
     m = _WORDISH.search(s)
     assert m is not None

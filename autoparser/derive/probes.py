@@ -33,10 +33,16 @@ def tools_for(names: Sequence[str] = (NAME1, NAME2)) -> list[dict[str, Any]]:
             for n in names]
 
 
-def call(name: str, args: Mapping[str, Any], index: int, as_string: bool = False) -> dict[str, Any]:
-    """An OpenAI-format tool call; ids are 9 alphanumerics (some templates insist on that)."""
+def call(name: str, args: Mapping[str, Any], index: int, as_string: bool = False,
+         with_id: bool = True) -> dict[str, Any]:
+    """An OpenAI-format tool call; ids are 9 alphanumerics (some templates insist on that).
+
+    Without an id some templates write the id the model itself emits (Kimi K2's
+    ``functions.NAME:0``), where with one they write the caller's id instead of the name.
+    """
     arguments: Any = json.dumps(dict(args), ensure_ascii=False) if as_string else dict(args)
-    return {"id": f"QXid{index:05d}", "type": "function", "function": {"name": name, "arguments": arguments}}
+    out: dict[str, Any] = {"type": "function", "function": {"name": name, "arguments": arguments}}
+    return {"id": f"QXid{index:05d}", **out} if with_id else out
 
 
 @dataclass
@@ -57,6 +63,8 @@ class Prober:
         from ..templates.render import TemplateRenderer
 
         self.renderer = TemplateRenderer(template)
+        self.template = template
+        self.permissive = False  # set once the analysis needs the engines' laxer semantics
         self.bos = bos or ""
         self.eos = eos or ""
         self.log: list[str] = []
@@ -71,7 +79,11 @@ class Prober:
             # one render already ran into the time limit: every further probe would wait as long
             # again (an analysis renders dozens), so they all fail now with the same reason
             raise TemplateLimitExceeded("time", f"not rendered: an earlier render failed ({self.out_of_time})")
+        from ..templates.render import TemplateRenderer
+
         self.renders += 1
+        if self.renderer.permissive != self.permissive:
+            self.renderer = TemplateRenderer(self.template, permissive=self.permissive)
         try:
             return self.renderer.render(messages, tools=tools, add_generation_prompt=agp,
                                         bos_token=self.bos, eos_token=self.eos, **kw)

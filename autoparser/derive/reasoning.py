@@ -28,21 +28,36 @@ __all__ = ["find_reasoning"]
 _WS = " \t\r\n"
 
 
-def find_reasoning(pr: Prober, f: Findings, tools: list[dict[str, Any]] | None) -> None:
+def find_reasoning(pr: Prober, f: Findings, tools: list[dict[str, Any]] | None,
+                   call_turn: dict[str, Any] | None = None) -> None:
+    """Reasoning markers from a rendered block, else from the generation prompt's switches.
+
+    ``call_turn`` (an assistant message with content and tool calls) is the second look, taken
+    after the calls are known: some templates keep reasoning only on the turns after the last
+    plain assistant message, so only a tool-call turn shows it (Kimi K2 Thinking).
+    """
     msg = {"role": "assistant", "content": CONTENT, "reasoning_content": REASONING}
     span_probe: Probe | None = None
     blocks = {"role": "assistant", "content": [{"type": "thinking", "thinking": REASONING},
                                                {"type": "text", "text": CONTENT}]}
     switches: tuple[tuple[dict[str, Any], dict[str, Any]], ...] = (
         (msg, {}), (msg, {"enable_thinking": True}), (msg, {"thinking": True}), (blocks, {}))
+    if call_turn is not None:
+        switches = (({**call_turn, "content": CONTENT, "reasoning_content": REASONING}, {}),)
     for m, kw in switches:
-        label = "reasoning" + (f" {kw}" if kw else "") + (" (content blocks)" if m is blocks else "")
+        label = ("reasoning" + (f" {kw}" if kw else "") + (" (content blocks)" if m is blocks else "")
+                 + (" on a tool-call turn" if call_turn is not None else ""))
         p = pr.turn(label, m, tools=tools, **kw)
         f.probes.append(p)
         printed_data = p.span is not None and ("'type'" in p.span or '"type"' in p.span)
         if p.span is not None and REASONING in p.span and CONTENT in p.span and not printed_data:
             span_probe = p
             break
+    if call_turn is not None:
+        if span_probe is None:
+            return  # the first look's findings stand
+        f.confidence.pop("reasoning", None)
+        f.evidence[:] = [e for e in f.evidence if not e.startswith("reasoning:")]
     prompts: dict[str, str | None] = {"default": after_user(pr.prompt(tools))}
     for var in ("enable_thinking", "thinking", "reasoning"):
         on = after_user(pr.prompt(tools, **{var: True}))
@@ -74,6 +89,8 @@ def find_reasoning(pr: Prober, f: Findings, tools: list[dict[str, Any]] | None) 
                         open_m = tail
                         break
             how = f"reasoning renders as {s[:ci + len(CONTENT)]!r}"
+            if call_turn is not None:
+                how += " (only on tool-call turns)"
     if not close_m:
         # the template drops reasoning from history: read the markers from the generation prompts
         on, off, dflt = prompts["on"], prompts["off"], prompts["default"]

@@ -63,7 +63,7 @@ def _args(rng: random.Random, rich: bool) -> dict[str, Any]:
 
 
 def self_check(pr: Prober, prof: Profile, *, n: int = 10, seed: int = 7,
-               as_string: bool = False, content_with_calls: Any = "") -> CheckResult:
+               as_string: bool = False, content_with_calls: Any = "", with_ids: bool = True) -> CheckResult:
     from ..parse import parse
 
     rng = random.Random(seed)
@@ -87,7 +87,7 @@ def self_check(pr: Prober, prof: Profile, *, n: int = 10, seed: int = 7,
                 rich = prof.messages is not None or (prof.tools is not None
                                                      and prof.tools.codec.kind in ("json", "name_json", "pythonic"))
                 args = _args(rng, rich=rich)
-                calls.append(call(str(name), args, j + 1, as_string))
+                calls.append(call(str(name), args, j + 1, as_string, with_ids))
                 want_calls.append({"name": name, "arguments": args})
             msg["content"] = content_with_calls
             msg["tool_calls"] = calls

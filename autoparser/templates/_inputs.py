@@ -51,15 +51,20 @@ def plain_data(value: Any) -> Any:
     return f"<{type(value).__name__}>"
 
 
-def prepare_messages(messages: Any) -> list[dict[Any, Any]]:
-    """Messages as the template sees them: ``None`` values dropped, plain data, reasoning aliased."""
+def prepare_messages(messages: Any, *, keep_none: bool = False) -> list[dict[Any, Any]]:
+    """Messages as the template sees them: ``None`` values dropped, plain data, reasoning aliased.
+
+    ``keep_none`` passes ``None`` values through, as vLLM, llama.cpp and transformers 4 do: some
+    templates (DeepSeek R1 distills) write tool calls only when ``content is none``.
+    """
     if isinstance(messages, (Mapping, str, bytes)):
         raise TypeError(f"messages must be a list of dicts, got {type(messages).__name__}")
     prepared: list[dict[Any, Any]] = []
     for message in plain_data(list(messages)):
         if not isinstance(message, dict):
             raise TypeError(f"each message must be a dict, got {message!r}")
-        message = {key: item for key, item in message.items() if item is not None}
+        if not keep_none:
+            message = {key: item for key, item in message.items() if item is not None}
         reasoning = next((message[key] for key in REASONING_FIELDS if message.get(key) is not None), None)
         if reasoning is not None:
             # ``thinking`` goes first unless present; ``reasoning_content`` keeps its place or goes last.

@@ -101,6 +101,7 @@ class Budget:
         self._sizes: dict[int, tuple[int, object]] = {}
         self.streamed = 0
         self.emitted = 0
+        self.grown = 0
         self.depth = 0
         self.generation_spans: list[tuple[int, int]] = []
 
@@ -158,6 +159,24 @@ class Budget:
             raise TemplateLimitExceeded("depth", "a value in the template is nested too deeply") from None
         self.check_size(size)
         return size
+
+    def remeasure(self, container: object) -> int:
+        """The size of a container a (permissive) template may have changed in place.
+
+        Sizes are cached per object on the assumption that the sandbox keeps containers immutable;
+        a possible mutation drops that entry first.
+        """
+        self._sizes.pop(id(container), None)
+        return self.size_of(container)
+
+    def grew(self, chars: int) -> None:
+        """Count growth through in-place mutation: bounded by ``max_emitted_chars`` per render, so many
+        containers that each stay under the value limit cannot add up to gigabytes either."""
+        self.grown += max(0, chars)
+        if self.grown > self.limits.max_emitted_chars:
+            raise TemplateLimitExceeded(
+                "value", f"containers changed in place grew by more than {self.limits.max_emitted_chars:,} characters"
+            )
 
     def _size(self, value: object) -> int:
         if isinstance(value, (str, bytes, bytearray)):

@@ -33,7 +33,7 @@ from jinja2 import nodes
 from jinja2.exceptions import SecurityError, TemplateSyntaxError, UndefinedError
 from jinja2.parser import Parser
 from jinja2.runtime import Context, Undefined
-from jinja2.sandbox import ImmutableSandboxedEnvironment, is_internal_attribute
+from jinja2.sandbox import ImmutableSandboxedEnvironment, SandboxedEnvironment, is_internal_attribute
 from jinja2.utils import Namespace, generate_lorem_ipsum
 from markupsafe import Markup
 
@@ -80,6 +80,29 @@ def _tojson(
     """transformers' ``tojson``: ``json.dumps`` keeping non-ASCII, keys in insertion order, no HTML
     escaping, and the same positional order (so ``tojson(4)`` sets ``ensure_ascii``, as there)."""
     return json.dumps(value, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)
+
+
+def _tojson_materialized(
+    value: Any,
+    ensure_ascii: bool = False,
+    indent: int | str | None = None,
+    separators: tuple[str, str] | None = None,
+    sort_keys: bool = False,
+) -> str:
+    """``tojson`` that writes an iterator (``tools|map(...)``) as the list it yields, as llama.cpp's
+    template engine does (its ``map`` returns a list). Same signature as ``_tojson``: the size
+    estimator binds the arguments by name."""
+    return _tojson(_materialize(value), ensure_ascii, indent, separators, sort_keys)
+
+
+def _materialize(value: Any) -> Any:
+    if isinstance(value, (types.GeneratorType, map, filter, zip, reversed)):
+        return [_materialize(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _materialize(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_materialize(v) for v in value)
+    return value
 
 
 def _range(*args: int) -> range:
@@ -243,8 +266,35 @@ class _GuardedEnvironment(ImmutableSandboxedEnvironment):
         return wrapper
 
 
-def _build_environment() -> _GuardedEnvironment:
-    env = _GuardedEnvironment(
+class _PermissiveEnvironment(_GuardedEnvironment):
+    """The same guards, but lists and dicts may be mutated (``ns_list.append(x)``).
+
+    transformers' immutable sandbox refuses that; Jinja's plain sandbox, llama.cpp and the engines
+    that serve Kimi K2 allow it, and some real templates need it to write tool calls at all. The
+    mutated data is the template's own or a per-render copy of ours, and the time and size budget
+    still bounds every call.
+    """
+
+    def is_safe_attribute(self, obj: Any, attr: str, value: Any) -> bool:
+        return SandboxedEnvironment.is_safe_attribute(self, obj, attr, value)
+
+    def call(self, context: Context, obj: Any, /, *args: Any, **kwargs: Any) -> Any:
+        owner = getattr(obj, "__self__", None)
+        if not isinstance(owner, (list, dict, set)):
+            return super().call(context, obj, *args, **kwargs)
+        # a method of a container may change it in place: predict the largest result first
+        # (``l.extend(l)`` doubles), then re-measure what it really became
+        budget = current_budget()
+        before = budget.remeasure(owner)
+        added = sum(budget.size_of(v) for v in (*args, *kwargs.values()))
+        budget.check_size(before + added, f"the {type(owner).__name__} after {getattr(obj, '__name__', 'a call')}()")
+        result = super().call(context, obj, *args, **kwargs)
+        budget.grew(budget.remeasure(owner) - before)
+        return result
+
+
+def _build_environment(permissive: bool = False) -> _GuardedEnvironment:
+    env = (_PermissiveEnvironment if permissive else _GuardedEnvironment)(
         trim_blocks=True,
         lstrip_blocks=True,
         extensions=[_GenerationExtension, jinja2.ext.loopcontrols],
@@ -259,7 +309,8 @@ def _build_environment() -> _GuardedEnvironment:
             "lipsum": _lipsum,
         }
     )
-    filters: dict[str, Callable[..., Any]] = {**env.filters, "tojson": _tojson}
+    filters: dict[str, Callable[..., Any]] = {**env.filters,
+                                              "tojson": _tojson_materialized if permissive else _tojson}
     env.filters = {name: guard_filter(name, func) for name, func in filters.items()}
     env.filters.update(GUARD_FILTERS)
     tests = cast("dict[str, Callable[..., Any]]", env.tests)
@@ -285,9 +336,12 @@ class CompiledTemplate:
         yield from self._template.generate(context)
 
 
-def compile_template(source: str) -> CompiledTemplate:
-    """Parse, instrument and compile; every failure becomes a :class:`TemplateError` with a line number."""
-    env = _build_environment()
+def compile_template(source: str, permissive: bool = False) -> CompiledTemplate:
+    """Parse, instrument and compile; every failure becomes a :class:`TemplateError` with a line number.
+
+    ``permissive`` compiles for :class:`_PermissiveEnvironment` (see there), not transformers' sandbox.
+    """
+    env = _build_environment(permissive)
     try:
         tree = instrument(env.parse(source))
         tree.set_environment(env)

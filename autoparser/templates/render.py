@@ -49,12 +49,17 @@ class TemplateRenderer:
     ``tools``, ``documents`` (``None`` unless given), ``add_generation_prompt``, ``bos_token``,
     ``eos_token`` and any extra keyword (``enable_thinking=...``).
 
+    ``permissive=True`` renders as the engines that are laxer than transformers 5 do: ``None``-valued
+    message keys are kept, the template may mutate lists and dicts, and ``tojson`` writes iterators
+    as lists. The analyzer falls back to it when a template cannot write tool calls otherwise;
+    renders that must match transformers never use it.
+
     Raises :class:`~autoparser.errors.TemplateError` when the template does not compile (with the line),
     when it fails or refuses (``raise_exception`` gives :class:`TemplateRaised`), and when it exceeds
     a limit (:class:`TemplateLimitExceeded`).
     """
 
-    def __init__(self, source: str, *, limits: RenderLimits | None = None) -> None:
+    def __init__(self, source: str, *, limits: RenderLimits | None = None, permissive: bool = False) -> None:
         if not isinstance(source, str):
             raise TypeError(f"a chat template must be a str, got {type(source).__name__}")
         self.limits = limits if limits is not None else RenderLimits()
@@ -65,7 +70,8 @@ class TemplateRenderer:
         from autoparser.templates._sandbox import compile_template
 
         self.source = source
-        self._compiled: CompiledTemplate = compile_template(source)
+        self.permissive = permissive
+        self._compiled: CompiledTemplate = compile_template(source, permissive)
 
     def render(
         self,
@@ -101,7 +107,7 @@ class TemplateRenderer:
         from autoparser.templates._sandbox import translate_error
 
         context: dict[str, Any] = {
-            "messages": prepare_messages(messages),
+            "messages": prepare_messages(messages, keep_none=self.permissive),
             "tools": plain_data(list(tools)) if tools is not None else None,
             "documents": None,
             "add_generation_prompt": bool(add_generation_prompt),
