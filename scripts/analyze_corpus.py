@@ -15,6 +15,7 @@ import argparse
 import csv
 import json
 import os
+import re
 import statistics
 import sys
 import time
@@ -97,6 +98,30 @@ def explain_failures(prof: autoparser.Profile, dialect: str, cases: list[dict[st
     return out
 
 
+# what a marker looks like in raw output: <|x|>, <｜x｜>, [X], <x>, </x>, <|x>, <x|>
+_MARKER = re.compile(r"<\|[^<>|\s]+\|>|<｜[^｜]+｜>|\[[A-Z_]+\]|</?[A-Za-z_][\w-]*>|<\|[\w-]+>|<[\w-]+\|>")
+
+
+def absent_markers(template: str, cases: list[dict[str, Any]], failed: list[str]) -> dict[str, list[str]]:
+    """Failing vectors whose raw output holds markers the template's text never contains.
+
+    No derivation from this template can know what such a marker means (``[ARGS]`` for a template
+    that only writes v0.3 arrays, ``<think>`` for one that never reasons): these vectors bound what
+    pure derivation can reach, whatever the analyzer does.
+    """
+    by_id = {c["id"]: c for c in cases}
+    out = {}
+    for cid in failed:
+        raw = by_id[cid]["input"]
+        # a marker wholly inside a JSON string is argument text (HTML in a call), not protocol
+        strings = [m.span() for m in re.finditer(r'"(?:[^"\\\n]|\\.)*"', raw)]
+        missing = sorted({m.group() for m in _MARKER.finditer(raw) if m.group() not in template
+                          and not any(a < m.start() and m.end() < b for a, b in strings)})
+        if missing:
+            out[cid] = missing
+    return out
+
+
 def describe(prof: autoparser.Profile) -> str:
     if prof.messages is not None:
         m = prof.messages
@@ -169,6 +194,9 @@ def main() -> int:
             rec.update(peer_pass=okn, peer_total=n, peer_rate=round(okn / n, 3) if n else None,
                        peer_failures=fails,
                        failure_causes=explain_failures(prof, exp, by_dialect.get(exp, []), fails))
+            absent = absent_markers(text, by_dialect.get(exp, []), fails)
+            # at most 10% of the vectors may fail; more than that need markers this template lacks
+            rec.update(absent_marker_vectors=absent, reachable=len(absent) <= int(n * 0.1 + 1e-9))
             builtin = autoparser.get_profile(exp)
             calls = prof.tools is not None or prof.messages is not None
             rec["agrees"] = prof.name == exp or (_score(prof, builtin) > 0 and calls)
@@ -235,6 +263,8 @@ def _summary(out: list[dict[str, Any]], total: float) -> dict[str, Any]:
         "wrong_format": len(wrong_fmt),
         "wrong_format_with_confidence_ge_0.9": [r["file"] for r in wrong_fmt if r.get("confidence", 0) >= 0.9],
         "known_true_correct": sum(1 for r in peer if r.get("known_correct")),
+        "unreachable_by_any_derivation": [r["file"] for r in peer if r.get("reachable") is False],
+        "upper_bound_for_pure_derivation": sum(1 for r in peer if r.get("reachable", True)),
         "analysis_seconds_p50": round(statistics.median(times), 4) if times else None,
         "analysis_seconds_p95": round(sorted(times)[int(0.95 * (len(times) - 1))], 4) if times else None,
         "analysis_seconds_total": round(sum(times), 2),
@@ -255,6 +285,11 @@ def _markdown(s: dict[str, Any], out: list[dict[str, Any]]) -> str:
               + ", ".join(f"{k} {v}" for k, v in s["per_dialect"].items()),
               f"- templates without tool calls (EXPECTED `none`) that derive \"no tool calls\": "
               f"{s['no_tool_correct']}/{s['no_tool_templates']}",
+              f"- upper bound for any pure derivation: **{s['upper_bound_for_pure_derivation']}**"
+              f"/{s['peer_dialect_templates']} "
+              f"({s['upper_bound_for_pure_derivation'] / s['peer_dialect_templates']:.0%}); "
+              f"for {len(s['unreachable_by_any_derivation'])} templates more than 10% of the dialect's peer "
+              "vectors hold markers the template's text never contains (see below)",
               f"- with `known=True` (a matched dialect adds its recovery rules): "
               f"{s['known_true_correct']}/{s['peer_dialect_templates']} parse >= 90% of the peer vectors",
               f"- derivations whose wire format contradicts EXPECTED.tsv (tools, tool format or reasoning "
@@ -277,6 +312,17 @@ def _markdown(s: dict[str, Any], out: list[dict[str, Any]]) -> str:
               "Failing peer vectors of the missed templates, by cause (a vector is counted once per template):",
               ""]
     lines += [f"- {n}× {cause}" for cause, n in tally.most_common()]
+    lines += ["", "## What no derivation can reach", "",
+              "A peer vector whose raw output holds a marker that the template's text never contains "
+              "cannot be parsed by anything derived from that template: nothing in it says what the "
+              "marker means. When more than 10% of a dialect's vectors are like that for a template, no "
+              "analyzer can make it parse >= 90% of them by derivation alone:", ""]
+    for r in misses:
+        if r.get("reachable") is False:
+            absent = r["absent_marker_vectors"]
+            marks = sorted({m for ms in absent.values() for m in ms})
+            lines.append(f"- `{r['file']}` ({r['expected']}): {len(absent)} of {r['peer_total']} vectors hold "
+                         f"{', '.join(f'`{m}`' for m in marks[:6])}")
     lines += ["", "Templates whose format no peer dialect covers (EXPECTED `other:...`) are analysed and listed "
               "below but not scored.", ""]
     lines += ["## Misses", "", "Every template whose derivation is wrong or incomplete, with the reason "

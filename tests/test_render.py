@@ -81,7 +81,8 @@ def test_permissive_semantics_are_what_other_engines_accept() -> None:
     """Mutation, ``content: None`` and ``tojson`` of an iterator: refused or dropped under
     transformers' semantics, accepted by the permissive renderer the analyzer falls back to."""
     source = ("{% set ns = namespace(ids=[]) %}{% for m in messages %}{% set _ = ns.ids.append(m.role) %}"
-              "{{ m.content is none }};{% endfor %}{{ ns.ids | tojson }}{{ messages | map(attribute='role') | tojson }}")
+              "{{ m.content is none }};{% endfor %}{{ ns.ids | tojson }}"
+              "{{ messages | map(attribute='role') | tojson }}")
     msgs = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": None}]
     with pytest.raises(TemplateError, match="unsafe"):
         TemplateRenderer(source).render(msgs)

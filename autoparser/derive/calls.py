@@ -13,7 +13,7 @@ import json
 import os
 import re
 import unicodedata
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..profile import CodecSpec, ReasoningSpec, ToolSpec
@@ -21,22 +21,24 @@ from .extract import Findings
 from .markup import (
     common_prefix,
     common_suffix,
+    first_token,
     marker_tokens,
     pairs_with,
     split_open_header,
 )
-from .reasoning import find_reasoning
 from .probes import (
     KEY1,
     KEY2,
     NAME1,
     NAME2,
+    REASONING,
     VAL1,
     VAL2,
     Prober,
     call,
     tools_for,
 )
+from .reasoning import find_reasoning
 
 __all__ = ["find_tools"]
 
@@ -47,30 +49,68 @@ ARGS1: dict[str, Any] = {KEY1: VAL1, KEY2: 7}
 
 ARGS2: dict[str, Any] = {KEY1: VAL2}
 
-def _call_msg(calls: list[dict[str, Any]], content: Any) -> dict[str, Any]:
-    return {"role": "assistant", "content": content, "tool_calls": calls}
+@dataclass(frozen=True)
+class _Shape:
+    """How one call probe is written: argument form, content, ids, semantics, extra context."""
+
+    form: str
+    as_str: bool
+    content: str | None
+    ids: bool = True
+    permissive: bool = False
+    reasoned: bool = False
+    documents: bool = False
+
+    @property
+    def label(self) -> str:
+        extra = [x for x, on in (("no ids", not self.ids), ("permissive", self.permissive),
+                                 ("with reasoning", self.reasoned), ("with documents", self.documents)) if on]
+        return ", ".join([self.form, *extra])
+
+
+_DOCUMENTS = [{"title": "QXdoc", "text": "QXdoc text"}]
+
+
+def _call_msg(calls: list[dict[str, Any]], content: Any, reasoned: bool = False) -> dict[str, Any]:
+    msg = {"role": "assistant", "content": content, "tool_calls": calls}
+    return {**msg, "reasoning_content": REASONING} if reasoned else msg
 
 def find_tools(pr: Prober, f: Findings) -> None:
     tools = tools_for()
-    shapes = [("dict arguments", False, ""), ("string arguments", True, ""),
-              ("dict arguments, no content", False, None), ("string arguments, no content", True, None)]
+    plain = [_Shape("dict arguments", False, ""), _Shape("string arguments", True, ""),
+             _Shape("dict arguments, no content", False, None), _Shape("string arguments, no content", True, None)]
     # transformers' semantics first; then calls without ids (a caller's id may replace the name);
-    # then the laxer semantics of other engines (content None kept, mutable lists)
-    attempts = [(label, as_str, content, True, False) for label, as_str, content in shapes]
-    attempts += [(f"{label}, no ids", as_str, content, False, False) for label, as_str, content in shapes]
-    attempts += [(f"{label}, permissive", as_str, content, ids, True) for label, as_str, content, ids, _ in attempts]
+    # then the laxer semantics of other engines (content None kept, mutable lists); then a call
+    # turn that carries reasoning (some templates read it unguarded on every tool-call turn); last,
+    # with retrieval documents (some templates write tool calls only on their RAG branch)
+    attempts = plain + [replace(a, ids=False) for a in plain]
+    attempts += [replace(a, permissive=True) for a in attempts]
+    attempts += [replace(a, reasoned=True) for a in attempts]
+    if "documents" in pr.template:
+        attempts += [replace(a, documents=True) for a in attempts]
+    if "tool_calls" not in pr.template:
+        attempts = plain  # it never reads a call: other shapes cannot show one
     found = False
-    for label, as_str, content, ids, permissive in attempts:
-        pr.permissive = permissive
-        p1 = pr.turn(f"1 call ({label})", _call_msg([call(NAME1, ARGS1, 1, as_str, ids)], content), tools=tools)
+    for a in attempts:
+        label, as_str, content, ids, reasoned = a.label, a.as_str, a.content, a.ids, a.reasoned
+        pr.permissive = a.permissive
+        kw = {"documents": _DOCUMENTS} if a.documents else {}
+        p1 = pr.turn(f"1 call ({label})", _call_msg([call(NAME1, ARGS1, 1, as_str, ids)], content, reasoned),
+                     tools=tools, **kw)
         f.probes.append(p1)
         if p1.span is None or NAME1 not in p1.span or (VAL1 not in p1.span):
             continue
         p2 = pr.turn(f"2 calls ({label})", _call_msg([call(NAME1, ARGS1, 1, as_str, ids),
-                                                      call(NAME2, ARGS2, 2, as_str, ids)], content), tools=tools)
+                                                      call(NAME2, ARGS2, 2, as_str, ids)], content, reasoned),
+                     tools=tools, **kw)
         f.probes.append(p2)
-        b1 = _call_block(p1.span, f)
-        b2 = _call_block(p2.span, f) if p2.span and NAME2 in p2.span else None
+        if repr(ARGS1)[1:-1] in p1.span:
+            # arguments printed as a Python dict (str() of a mapping): an artefact of how the template
+            # was called, not the model's format; the string-arguments shape shows the real one
+            f.evidence.append(f"tools: with {label} the template prints the arguments as a Python dict")
+            continue
+        b1 = _call_block(_after_reasoning(p1.span, f), f)
+        b2 = _call_block(_after_reasoning(p2.span, f), f) if p2.span and NAME2 in p2.span else None
         spec = (_json_codec(b1, b2, f) or _pythonic(b1, b2, f) or _name_json(b1, b2, f)
                 or _tagged(b1, b2, f))
         if spec is None:
@@ -78,10 +118,15 @@ def find_tools(pr: Prober, f: Findings) -> None:
             f.evidence.append(f"tools: with {label} calls render as {b1[:80]!r}, which no codec explains")
             continue
         f.tools = spec
-        f.tools_kw = {"as_string": as_str, "content": content, "ids": ids}
+        f.tools_kw = {"as_string": as_str, "content": content, "ids": ids, "reasoning": reasoned,
+                      "render": kw}
+        if a.documents:
+            f.say("tools.render", 0.85, "tool calls render only when retrieval documents are given")
+        if reasoned:
+            f.say("tools.render", 0.85, "tool calls render only on turns that carry reasoning")
         if not ids:
             f.evidence.append("tools.ids: calls render with their names only when the caller gives no id")
-        if permissive:
+        if a.permissive:
             f.say("tools.render", 0.85, "tool calls render only under the laxer semantics of other engines "
                   "(content None kept, lists mutable, tojson of an iterator), not under transformers 5's; "
                   "the model was trained on renders like these")
@@ -103,6 +148,18 @@ def find_tools(pr: Prober, f: Findings) -> None:
                   "the template renders no tool calls"
                   + (" (it renders assistant turns with tool_calls, leaving the calls out)" if ignored
                      else f" (renders failed: {errs[0]})" if errs else ""))
+
+def _after_reasoning(span: str, f: Findings) -> str:
+    """A call turn rendered with reasoning, from after its reasoning block (open marker, text,
+    close marker) on; unchanged when it shows none."""
+    k = span.find(REASONING)
+    if k < 0:
+        return span
+    rest = span[k + len(REASONING):]
+    closes = f.reasoning.close if f.reasoning is not None else ()
+    close = next((c for c in closes if rest.lstrip(_WS).startswith(c)), "") or first_token(rest)
+    return rest.lstrip(_WS)[len(close):]
+
 
 def _call_block(span: str, f: Findings) -> str:
     """The part of an assistant span that is the calls: no content wrapper, no end of turn."""
@@ -208,6 +265,15 @@ def _spec(mk: dict[str, Any], codec: CodecSpec, f: Findings) -> ToolSpec:
                       "reasoning block (the template renders no reasoning text)")
             break
     mk = {**mk, "section_open": sec}
+    for o, c in (("section_open", "section_close"), ("call_open", "call_close")):
+        toks = marker_tokens(mk[c])
+        opener = marker_tokens(mk[o])
+        if len(toks) > 1 and opener and pairs_with(opener[-1], toks[0]):
+            # the close pairs with the open; what the template writes after it ends the turn
+            f.evidence.append(f"tools.markers: {toks[0]!r} closes {opener[-1]!r}; {''.join(toks[1:])!r} "
+                              "after it is end-of-turn markup")
+            f.strip.extend(t for t in toks[1:] if t not in f.strip)
+            mk = {**mk, c: toks[0]}
     two_level = bool(mk["section_open"]) and bool(mk["call_open"])
     recovery = "drop" if two_level else "content_if_no_calls"
     if two_level:

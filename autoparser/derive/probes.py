@@ -70,6 +70,7 @@ class Prober:
         self.log: list[str] = []
         self.renders = 0
         self.out_of_time: TemplateError | None = None
+        self._prompts: dict[str, str] = {}
 
     def render(self, messages: list[dict[str, Any]], *, tools: list[dict[str, Any]] | None,
                agp: bool, **kw: Any) -> str:
@@ -97,13 +98,20 @@ class Prober:
         """Render ``history + [assistant]`` and cut out the assistant's output."""
         base = history if history is not None else [{"role": "user", "content": USER}]
         try:
-            prompt = self.render(base, tools=tools, agp=True, **kw)
+            prompt = self._prompt(base, tools, kw)
             full = self.render([*base, assistant], tools=tools, agp=False, **kw)
         except TemplateError as e:
             self.log.append(f"{label}: render failed: {e}")
             return Probe(label, error=str(e))
         n = boundary(prompt, full)
         return Probe(label, span=full[n:], prompt_tail=prompt[n:])
+
+    def _prompt(self, base: list[dict[str, Any]], tools: list[dict[str, Any]] | None, kw: dict[str, Any]) -> str:
+        """The generation prompt for ``base``: the same for every probe of one history, so rendered once."""
+        key = json.dumps([base, tools, kw, self.permissive], sort_keys=True, default=str)
+        if key not in self._prompts:
+            self._prompts[key] = self.render(base, tools=tools, agp=True, **kw)
+        return self._prompts[key]
 
     def prompt(self, tools: list[dict[str, Any]] | None = None, **kw: Any) -> str | None:
         try:

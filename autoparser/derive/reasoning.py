@@ -13,6 +13,7 @@ from .markup import (
     first_token,
     last_tag,
     last_token,
+    marker_tokens,
     pairs_with,
 )
 from .probes import (
@@ -97,7 +98,7 @@ def find_reasoning(pr: Prober, f: Findings, tools: list[dict[str, Any]] | None,
         if on is not None and off is not None and on != off:
             n = len(common_prefix(on, off))
             a, b = on[n:], off[n:]
-            ta, tb = a.split(), b.split()
+            ta, tb = marker_tokens(a), marker_tokens(b)
             if not ta and len(tb) == 2:
                 open_m, close_m = tb
             elif not ta and len(tb) == 1:

@@ -63,7 +63,8 @@ def _args(rng: random.Random, rich: bool) -> dict[str, Any]:
 
 
 def self_check(pr: Prober, prof: Profile, *, n: int = 10, seed: int = 7,
-               as_string: bool = False, content_with_calls: Any = "", with_ids: bool = True) -> CheckResult:
+               as_string: bool = False, content_with_calls: Any = "", with_ids: bool = True,
+               reasoning_with_calls: bool = False) -> CheckResult:
     from ..parse import parse
 
     rng = random.Random(seed)
@@ -91,6 +92,8 @@ def self_check(pr: Prober, prof: Profile, *, n: int = 10, seed: int = 7,
                 want_calls.append({"name": name, "arguments": args})
             msg["content"] = content_with_calls
             msg["tool_calls"] = calls
+            if reasoning_with_calls:
+                msg["reasoning_content"] = "Plan: call the tools."
         p = pr.turn(f"self-check {i}", msg, tools=CHECK_TOOLS,
                     history=[{"role": "user", "content": USER}])
         wanted = Counter(str(c["name"]) for c in want_calls)
