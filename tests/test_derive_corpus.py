@@ -80,8 +80,62 @@ def test_recognition_rates_do_not_regress() -> None:
     peer = [r for r in rows if r["tool_format"] in PEER]
     named = sum(1 for r in peer if _analysis(r).profile.name in (r["tool_format"], *_same_format(r["tool_format"])))
     # figures of analysis/corpus.md when this test was written; raise them as derivation improves
-    assert named >= 80, f"{named}/{len(peer)} templates of peer dialects recognised"
+    assert named >= 90, f"{named}/{len(peer)} templates of peer dialects recognised"
     for name in ("hermes", "glm", "minimax-m2", "deepseek-v4", "qwen3-coder"):
         rs = [r for r in peer if r["tool_format"] == name]
         ok = sum(1 for r in rs if _analysis(r).profile.name == name)
         assert ok >= len(rs) * 0.7, f"{name}: {ok}/{len(rs)}"
+
+
+def _peer_pass_rate(prof: autoparser.Profile, cases: list[dict[str, Any]]) -> float:
+    """Share of a dialect's peer vectors the profile parses as expected (the conformance rules:
+    reasoning opened by the prompt only where the vector says so)."""
+    from autoparser.compare import normalize, summary
+
+    ok = 0
+    for case in cases:
+        prefilled = "[prompt-opened-reasoning]" in (case.get("notes") or "") or case["dialect"] == "deepseek-r1"
+        mode = None if prof.reasoning is None else "prefilled" if prefilled else "explicit"
+        try:
+            got = summary(autoparser.parse(case["input"], prof, tools=case.get("tools"), reasoning=mode))
+        except Exception:  # a crash is a miss
+            continue
+        ok += got == normalize(case["expected"])
+    return ok / len(cases)
+
+
+def _peer_cases() -> dict[str, list[dict[str, Any]]]:
+    import json
+
+    data = json.loads((SHARED / "conformance" / "peer-cases.json").read_text(encoding="utf-8"))
+    out: dict[str, list[dict[str, Any]]] = {}
+    for c in data["cases"] if isinstance(data, dict) else data:
+        out.setdefault(c["dialect"], []).append(c)
+    return out
+
+
+def test_pure_derivation_accuracy_does_not_regress() -> None:
+    """The issue's accuracy measure, with known=False: templates whose derived profile parses >= 90%
+    of their dialect's peer vectors. The floor is analysis/corpus.md's figure; raise it with it."""
+    cases = _peer_cases()
+    peer = [r for r in _rows() if r["tool_format"] in cases]
+    good = [r["file"] for r in peer if _peer_pass_rate(_analysis(r).profile, cases[r["tool_format"]]) >= 0.9]
+    assert len(good) >= 85, f"{len(good)}/{len(peer)}"
+
+
+# templates whose calls render only with what transformers 5 refuses or drops (content None, list
+# mutation, tojson of an iterator), with reasoning on the call turn, or with retrieval documents
+HARD_TO_RENDER = ["deepseek/DeepSeek-R1-Distill-Llama-8B.jinja", "deepseek/DeepSeek-R1.llamacpp-fixed.jinja",
+                  "deepseek/DeepSeek-V3-Base.jinja", "kimi/Kimi-K2-Thinking.jinja",
+                  "cohere/command-a-reasoning-08-2025.jinja", "cohere/c4ai-command-r7b-12-2024.jinja"]
+
+
+@pytest.mark.parametrize("name", HARD_TO_RENDER)
+def test_templates_that_render_calls_only_in_other_engines_derive(name: str) -> None:
+    row = next(r for r in _rows() if r["file"] == name)
+    prof = _analysis(row).profile
+    why = "\n".join(prof.evidence)
+    assert prof.tools is not None, why
+    assert any(e.startswith("tools.render:") for e in prof.evidence), why
+    assert prof.confidence < 0.9, "a profile from renders transformers cannot produce is never certain"
+    assert _peer_pass_rate(prof, _peer_cases()[row["tool_format"]]) >= 0.9, why

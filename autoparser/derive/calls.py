@@ -136,10 +136,17 @@ def find_tools(pr: Prober, f: Findings) -> None:
         break
     if not found:
         pr.permissive = False
-    if not found:
         errs = [p.error for p in f.probes if p.error and "call" in p.label]
         rendered = any(p.span and NAME1 in p.span for p in f.probes)
-        if rendered:
+        args_only = any(p.span and VAL1 in p.span and NAME1 not in p.span for p in f.probes)
+        if args_only and f.reasoning is None:
+            find_reasoning(pr, f, tools, call_turn=_call_msg([call(NAME1, ARGS1, 1)], ""))
+        if args_only:
+            # Kimi K2 0905: the call slot holds the caller's id (or nothing), never the name
+            f.say("tools", 0.4, "the template writes tool calls without their function names (the caller's "
+                  "call id, if any, stands where a name would be); how the model names the function "
+                  "is not in the template, so no call format is derived")
+        elif rendered:
             f.say("tools", 0.3, "tool calls render, but no codec explains them")
         else:
             # a call render that succeeded without showing the call: the template ignores tool calls
@@ -274,6 +281,13 @@ def _spec(mk: dict[str, Any], codec: CodecSpec, f: Findings) -> ToolSpec:
                               "after it is end-of-turn markup")
             f.strip.extend(t for t in toks[1:] if t not in f.strip)
             mk = {**mk, c: toks[0]}
+    if mk["section_close"] and not mk["section_open"] and mk["call_close"]:
+        # text after the last call with no group opened before the first: the turn's end (what
+        # the template expects next, such as a tool response), not a group close
+        f.evidence.append(f"tools.markers: {mk['section_close']!r} follows the calls but nothing opens a "
+                          "group: taken as end-of-turn markup")
+        f.strip.extend(t for t in marker_tokens(mk["section_close"]) if t not in f.strip)
+        mk = {**mk, "section_close": ""}
     two_level = bool(mk["section_open"]) and bool(mk["call_open"])
     recovery = "drop" if two_level else "content_if_no_calls"
     if two_level:

@@ -91,11 +91,14 @@ def split_open_header(s: str) -> tuple[str, str]:
 
 
 def pairs_with(open_: str, close: str) -> bool:
-    """Whether ``close`` is the closing form of ``open_`` (``<x>``/``</x>``, ``[X]``/``[/X]``, START/END)."""
+    """Whether ``close`` is the closing form of ``open_`` (``<x>``/``</x>``, ``[X]``/``[/X]``,
+    ``<|x>``/``<x|>``, START/END)."""
     if not open_ or not close:
         return False
     if close.replace("/", "", 1) == open_:
         return True
+    if open_.startswith("<|") and open_.endswith(">") and close == f"<{open_[2:-1]}|>":
+        return True  # mirrored bars: <|turn> ... <turn|>
     for a, b in (("END", "START"), ("end", "start"), ("end", "begin"), ("END", "BEGIN"),
                  ("_end", "_start"), ("suffix", "prefix")):
         if close.replace(a, b, 1) == open_:

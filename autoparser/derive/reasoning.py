@@ -52,8 +52,13 @@ def find_reasoning(pr: Prober, f: Findings, tools: list[dict[str, Any]] | None,
         f.probes.append(p)
         printed_data = p.span is not None and ("'type'" in p.span or '"type"' in p.span)
         if p.span is not None and REASONING in p.span and CONTENT in p.span and not printed_data:
-            span_probe = p
-            break
+            opened = bool(last_token(p.span[:p.span.index(REASONING)])) or not p.prompt_tail.strip(_WS)
+            if span_probe is None or opened:
+                span_probe = p
+            if opened:
+                break
+            # the prompt and the history share the block's open marker (a default prompt that writes
+            # an empty block): another switch may show the marker inside the assistant's span
     if call_turn is not None:
         if span_probe is None:
             return  # the first look's findings stand
