@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..profile import CodecSpec, ReasoningSpec, ToolSpec
-from .extract import Findings
+from .extract import Findings, find_content
 from .markup import (
     common_prefix,
     common_suffix,
@@ -92,39 +92,40 @@ def find_tools(pr: Prober, f: Findings) -> None:
         attempts = plain  # it never reads a call: other shapes cannot show one
     found = False
     for a in attempts:
-        label, as_str, content, ids, reasoned = a.label, a.as_str, a.content, a.ids, a.reasoned
         pr.permissive = a.permissive
         kw = {"documents": _DOCUMENTS} if a.documents else {}
-        p1 = pr.turn(f"1 call ({label})", _call_msg([call(NAME1, ARGS1, 1, as_str, ids)], content, reasoned),
-                     tools=tools, **kw)
+        p1 = pr.turn(f"1 call ({a.label})", _call_msg([call(NAME1, ARGS1, 1, a.as_str, a.ids)], a.content,
+                                                      a.reasoned), tools=tools, **kw)
         f.probes.append(p1)
         if p1.span is None or NAME1 not in p1.span or (VAL1 not in p1.span):
             continue
-        p2 = pr.turn(f"2 calls ({label})", _call_msg([call(NAME1, ARGS1, 1, as_str, ids),
-                                                      call(NAME2, ARGS2, 2, as_str, ids)], content, reasoned),
-                     tools=tools, **kw)
-        f.probes.append(p2)
         if repr(ARGS1)[1:-1] in p1.span:
             # arguments printed as a Python dict (str() of a mapping): an artefact of how the template
             # was called, not the model's format; the string-arguments shape shows the real one
-            f.evidence.append(f"tools: with {label} the template prints the arguments as a Python dict")
+            f.evidence.append(f"tools: with {a.label} the template prints the arguments as a Python dict")
             continue
+        p2 = pr.turn(f"2 calls ({a.label})", _call_msg([call(NAME1, ARGS1, 1, a.as_str, a.ids),
+                                                        call(NAME2, ARGS2, 2, a.as_str, a.ids)], a.content,
+                                                       a.reasoned), tools=tools, **kw)
+        f.probes.append(p2)
         b1 = _call_block(_after_reasoning(p1.span, f), f)
         b2 = _call_block(_after_reasoning(p2.span, f), f) if p2.span and NAME2 in p2.span else None
         spec = (_json_codec(b1, b2, f) or _pythonic(b1, b2, f) or _name_json(b1, b2, f)
                 or _tagged(b1, b2, f))
         if spec is None:
             # e.g. dict arguments printed as a Python repr: another shape may render cleanly
-            f.evidence.append(f"tools: with {label} calls render as {b1[:80]!r}, which no codec explains")
+            f.evidence.append(f"tools: with {a.label} calls render as {b1[:80]!r}, which no codec explains")
             continue
         f.tools = spec
-        f.tools_kw = {"as_string": as_str, "content": content, "ids": ids, "reasoning": reasoned,
+        f.tools_kw = {"as_string": a.as_str, "content": a.content, "ids": a.ids, "reasoning": a.reasoned,
                       "render": kw}
         if a.documents:
             f.say("tools.render", 0.85, "tool calls render only when retrieval documents are given")
-        if reasoned:
+            # that branch is the model's tool-use mode: its plain answers may be wrapped differently
+            find_content(pr, f, tools, **kw)
+        if a.reasoned:
             f.say("tools.render", 0.85, "tool calls render only on turns that carry reasoning")
-        if not ids:
+        if not a.ids:
             f.evidence.append("tools.ids: calls render with their names only when the caller gives no id")
         if a.permissive:
             f.say("tools.render", 0.85, "tool calls render only under the laxer semantics of other engines "
@@ -132,7 +133,7 @@ def find_tools(pr: Prober, f: Findings) -> None:
                   "the model was trained on renders like these")
         found = True
         if f.reasoning is None:
-            find_reasoning(pr, f, tools, call_turn=_call_msg([call(NAME1, ARGS1, 1, as_str, ids)], content))
+            find_reasoning(pr, f, tools, call_turn=_call_msg([call(NAME1, ARGS1, 1, a.as_str, a.ids)], a.content))
         break
     if not found:
         pr.permissive = False

@@ -46,8 +46,9 @@ class Findings:
         self.confidence[fieldname] = conf
         self.evidence.append(f"{fieldname}: {text}")
 
-def find_content(pr: Prober, f: Findings, tools: list[dict[str, Any]] | None) -> bool:
-    p = pr.turn("content", {"role": "assistant", "content": CONTENT}, tools=tools)
+def find_content(pr: Prober, f: Findings, tools: list[dict[str, Any]] | None, **kw: Any) -> bool:
+    p = pr.turn("content" + (f" {sorted(kw)}" if kw else ""), {"role": "assistant", "content": CONTENT},
+                tools=tools, **kw)
     f.probes.append(p)
     if p.span is None or CONTENT not in p.span:
         f.say("content", 0.2, "the template did not render a plain assistant message"

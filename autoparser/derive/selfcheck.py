@@ -64,7 +64,7 @@ def _args(rng: random.Random, rich: bool) -> dict[str, Any]:
 
 def self_check(pr: Prober, prof: Profile, *, n: int = 10, seed: int = 7,
                as_string: bool = False, content_with_calls: Any = "", with_ids: bool = True,
-               reasoning_with_calls: bool = False) -> CheckResult:
+               reasoning_with_calls: bool = False, render_kw: dict[str, Any] | None = None) -> CheckResult:
     from ..parse import parse
 
     rng = random.Random(seed)
@@ -95,7 +95,7 @@ def self_check(pr: Prober, prof: Profile, *, n: int = 10, seed: int = 7,
             if reasoning_with_calls:
                 msg["reasoning_content"] = "Plan: call the tools."
         p = pr.turn(f"self-check {i}", msg, tools=CHECK_TOOLS,
-                    history=[{"role": "user", "content": USER}])
+                    history=[{"role": "user", "content": USER}], **(render_kw or {}))
         wanted = Counter(str(c["name"]) for c in want_calls)
         if p.span is None or any(p.span.count(n) < k for n, k in wanted.items()):
             continue  # the template did not write every call of this message (some write only the first)
