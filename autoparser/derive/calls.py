@@ -447,8 +447,12 @@ def _pythonic(b1: str, b2: str | None, f: Findings) -> ToolSpec | None:
     if start != m.start() and j < len(b1) and b1[j] == "]":
         end = j + 1
     a, z = b1[:start], b1[end:]
-    look: tuple[str, ...] = ("[",) if start != m.start() and not a.strip(_WS) else ()
+    look: tuple[str, ...] = ("[",) if start != m.start() else ()
     f.say("tools.codec", 0.9, f"pythonic call list {b1[start:end]!r}")
+    if look and a.strip(_WS):
+        # as for a call's own tag: a bracketed call list is distinctive enough to be a call when
+        # the model skips the wrapper (it is tried as a call list and stays text if it is not one)
+        f.evidence.append(f"tools.bare_calls: a '[name(...)]' list also starts a call without {a.strip(_WS)!r}")
     spec = ToolSpec(codec=CodecSpec(kind="pythonic"),
                     call_open=(a.strip(_WS),) if a.strip(_WS) else (),
                     call_close=(z.strip(_WS),) if z.strip(_WS) else (),
