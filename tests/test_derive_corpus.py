@@ -120,14 +120,16 @@ def test_pure_derivation_accuracy_does_not_regress() -> None:
     cases = _peer_cases()
     peer = [r for r in _rows() if r["tool_format"] in cases]
     good = [r["file"] for r in peer if _peer_pass_rate(_analysis(r).profile, cases[r["tool_format"]]) >= 0.9]
-    assert len(good) >= 88, f"{len(good)}/{len(peer)}"
+    assert len(good) >= 90, f"{len(good)}/{len(peer)}"
 
 
 # templates whose calls render only with what transformers 5 refuses or drops (content None, list
-# mutation, tojson of an iterator), with reasoning on the call turn, or with retrieval documents
+# mutation, tojson of an iterator), with reasoning on the call turn, with retrieval documents, or
+# with variables no caller passes
 HARD_TO_RENDER = ["deepseek/DeepSeek-R1-Distill-Llama-8B.jinja", "deepseek/DeepSeek-R1.llamacpp-fixed.jinja",
                   "deepseek/DeepSeek-V3-Base.jinja", "kimi/Kimi-K2-Thinking.jinja",
-                  "cohere/command-a-reasoning-08-2025.jinja", "cohere/c4ai-command-r7b-12-2024.jinja"]
+                  "cohere/command-a-reasoning-08-2025.jinja", "cohere/c4ai-command-r7b-12-2024.jinja",
+                  "firefunction/llama-3-firefunction-v2.jinja"]
 
 
 @pytest.mark.parametrize("name", HARD_TO_RENDER)
@@ -136,6 +138,6 @@ def test_templates_that_render_calls_only_in_other_engines_derive(name: str) -> 
     prof = _analysis(row).profile
     why = "\n".join(prof.evidence)
     assert prof.tools is not None, why
-    assert any(e.startswith("tools.render:") for e in prof.evidence), why
+    assert any(e.startswith(("tools.render:", "variables:")) for e in prof.evidence), why
     assert prof.confidence < 0.9, "a profile from renders transformers cannot produce is never certain"
     assert _peer_pass_rate(prof, _peer_cases()[row["tool_format"]]) >= 0.9, why

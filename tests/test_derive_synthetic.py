@@ -98,6 +98,10 @@ def test_fixtures_do_what_they_say() -> None:
     assert "<<act get_weather>>" in _render("none_content_group.jinja", [user, none_call], False, permissive=True)
     with pytest.raises(TemplateError, match="unsafe"):
         _render("mutable_call_ids.jinja", [user, call], False)
+    # variables no caller passes: every render fails until the analyzer binds them
+    with pytest.raises(TemplateError, match="undefined"):
+        _render("caller_variables.jinja", [user], True)
+    assert "### system:  ()" in _render("caller_variables.jinja", [user], True, agent_name="", today="")
     # reasoning only on turns after the last plain assistant message: a tool-call turn shows it
     muse = {**call, "reasoning_content": "R1"}
     assert "R1" not in _render("mutable_call_ids.jinja", [user, thought], False, permissive=True)

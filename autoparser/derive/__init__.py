@@ -56,6 +56,9 @@ def analyze_detailed(chat_template: str, bos_token: str | None = None, eos_token
         tools = []
     find_reasoning(pr, f, tools or None)
     find_tools(pr, f)
+    if pr.filled:
+        f.say("variables", 0.85, f"the template reads variables no caller passes ({', '.join(map(repr, pr.filled))}); "
+              "the probes bound them to empty strings")
     messages = find_messages(f, pr.prompt(tools or None))
     if eos_token and eos_token not in f.strip and not eos_token.isspace():
         f.strip.append(eos_token)
@@ -179,7 +182,7 @@ def _structural_checks(p: Profile, f: Findings, special_tokens: tuple[str, ...])
 
 def _confidence(f: Findings, check: CheckResult) -> float:
     core = [v for k, v in f.confidence.items() if k in ("content", "reasoning", "tools", "tools.codec", "tools.render",
-                                                        "tools.markers", "end_of_turn", "messages")]
+                                                        "variables", "tools.markers", "end_of_turn", "messages")]
     base = min(core) if core else 0.5
     if not check.rendered:
         return round(min(base, 0.5), 3)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -71,6 +72,8 @@ class Prober:
         self.renders = 0
         self.out_of_time: TemplateError | None = None
         self._prompts: dict[str, str] = {}
+        self.filled: dict[str, str] = {}  # non-standard variables the template reads, bound to ''
+
 
     def render(self, messages: list[dict[str, Any]], *, tools: list[dict[str, Any]] | None,
                agp: bool, **kw: Any) -> str:
@@ -85,13 +88,22 @@ class Prober:
         self.renders += 1
         if self.renderer.permissive != self.permissive:
             self.renderer = TemplateRenderer(self.template, permissive=self.permissive)
-        try:
-            return self.renderer.render(messages, tools=tools, add_generation_prompt=agp,
-                                        bos_token=self.bos, eos_token=self.eos, **kw)
-        except TemplateLimitExceeded as e:
-            if e.limit == "time":
-                self.out_of_time = e
-            raise
+        while True:
+            try:
+                return self.renderer.render(messages, tools=tools, add_generation_prompt=agp,
+                                            bos_token=self.bos, eos_token=self.eos, **{**self.filled, **kw})
+            except TemplateLimitExceeded as e:
+                if e.limit == "time":
+                    self.out_of_time = e
+                raise
+            except TemplateError as e:
+                # a variable no caller passes (firefunction's `functions`, `datetime`): it shapes the
+                # system prompt, not the assistant's turn, so an empty string lets the probe render
+                m = re.search(r"'(\w+)' is undefined", str(e))
+                if m is None or m.group(1) in self.filled or m.group(1) in kw or len(self.filled) >= 4:
+                    raise
+                self.filled[m.group(1)] = ""
+                self.log.append(f"template variable {m.group(1)!r} is not one a caller passes; rendered as ''")
 
     def turn(self, label: str, assistant: dict[str, Any], *, tools: list[dict[str, Any]] | None = None,
              history: list[dict[str, Any]] | None = None, **kw: Any) -> Probe:
