@@ -211,3 +211,16 @@ def test_hostile_template_fails_cleanly(kind: str) -> None:
         reasons = " ".join(prof.evidence)
         assert re.search(r"did not render|failed|limit|refuses|accepts no", reasons), reasons
     assert time.perf_counter() - t0 < 8.0
+
+
+def test_slow_template_stays_within_the_analysis_budget() -> None:
+    """Each render stays under its own limit, but dozens of them would take minutes: the analysis
+    has a budget for all renders together, stops probing there and says so."""
+    slow = ("{% for i in range(20000) %}{% for j in range(8) %}{% endfor %}{% endfor %}"
+            "{% for m in messages %}{{ m.role }}: {{ m.content }}"
+            "{% for tc in m.tool_calls or [] %}<call>{{ tc.function.name }}</call>{% endfor %}\n{% endfor %}")
+    t0 = time.perf_counter()
+    an = analyze_detailed(slow, known=False, time_budget=1.0)
+    assert time.perf_counter() - t0 < 4.0
+    assert an.profile.confidence <= 0.3
+    assert any("time budget" in e for e in an.profile.evidence), an.profile.evidence

@@ -47,9 +47,12 @@ def analyze(chat_template: str, bos_token: str | None = None, eos_token: str | N
 
 def analyze_detailed(chat_template: str, bos_token: str | None = None, eos_token: str | None = None,
                      *, known: bool = True, special_tokens: tuple[str, ...] = (),
-                     model_id: str | None = None, check_messages: int = 10) -> Analysis:
+                     model_id: str | None = None, check_messages: int = 10,
+                     time_budget: float = 20.0) -> Analysis:
+    """:func:`analyze` with everything that led to the profile; ``time_budget`` bounds all renders
+    together (seconds), beyond each render's own limit."""
     t0 = time.perf_counter()
-    pr = Prober(chat_template, bos_token, eos_token)
+    pr = Prober(chat_template, bos_token, eos_token, time_budget=time_budget)
     f = Findings()
     tools = tools_for()
     if not find_content(pr, f, tools) and find_content(pr, f, None):
@@ -89,6 +92,8 @@ def analyze_detailed(chat_template: str, bos_token: str | None = None, eos_token
     if messages is not None:  # the headers replace the reasoning and call findings
         for k in ("reasoning", "tools", "tools.codec", "tools.markers"):
             f.confidence.pop(k, None)
+    if pr.out_of_time is not None:
+        f.say("renders", 0.3, f"probes stopped: {pr.out_of_time}; what they would have shown is unknown")
     conf = _confidence(f, check)
     name = match_dialect(prof)
     if check.rendered:
@@ -180,9 +185,13 @@ def _structural_checks(p: Profile, f: Findings, special_tokens: tuple[str, ...])
             f.evidence.append(f"special tokens: the tokenizer confirms markers {', '.join(known)}")
 
 
+# the fields whose confidence bounds the profile's: what it parses, and how sure the renders were
+_CORE_FIELDS = ("content", "reasoning", "tools", "tools.codec", "tools.render", "tools.markers", "variables",
+                "renders", "end_of_turn", "messages")
+
+
 def _confidence(f: Findings, check: CheckResult) -> float:
-    core = [v for k, v in f.confidence.items() if k in ("content", "reasoning", "tools", "tools.codec", "tools.render",
-                                                        "variables", "tools.markers", "end_of_turn", "messages")]
+    core = [v for k, v in f.confidence.items() if k in _CORE_FIELDS]
     base = min(core) if core else 0.5
     if not check.rendered:
         return round(min(base, 0.5), 3)

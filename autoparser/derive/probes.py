@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -60,7 +61,8 @@ class Probe:
 class Prober:
     """Renders probes for one template, with the fallbacks templates need."""
 
-    def __init__(self, template: str, bos: str | None = None, eos: str | None = None) -> None:
+    def __init__(self, template: str, bos: str | None = None, eos: str | None = None,
+                 time_budget: float = 20.0) -> None:
         from ..templates.render import TemplateRenderer
 
         self.renderer = TemplateRenderer(template)
@@ -71,6 +73,10 @@ class Prober:
         self.log: list[str] = []
         self.renders = 0
         self.out_of_time: TemplateError | None = None
+        # each render has its own limit; this bounds them all (a template just under the render
+        # limit would otherwise keep the analysis busy for minutes over its dozens of probes)
+        self.deadline = time.monotonic() + time_budget
+        self.time_budget = time_budget
         self._prompts: dict[str, str] = {}
         self.filled: dict[str, str] = {}  # non-standard variables the template reads, bound to ''
 
@@ -79,6 +85,9 @@ class Prober:
                agp: bool, **kw: Any) -> str:
         from ..templates._exceptions import TemplateLimitExceeded
 
+        if self.out_of_time is None and time.monotonic() > self.deadline:
+            self.out_of_time = TemplateLimitExceeded(
+                "time", f"the analysis used up its time budget of {self.time_budget:g} s")
         if self.out_of_time is not None:
             # one render already ran into the time limit: every further probe would wait as long
             # again (an analysis renders dozens), so they all fail now with the same reason
