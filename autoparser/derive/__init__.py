@@ -84,11 +84,7 @@ def analyze_detailed(chat_template: str, bos_token: str | None = None, eos_token
         prof = replace(prof, tools=None) if e.field.startswith("tools") else replace(prof, reasoning=None)
         Profile.from_dict(prof.to_dict())
     _structural_checks(prof, f, special_tokens)
-    check = self_check(pr, prof, n=check_messages, as_string=bool(f.tools_kw.get("as_string")),
-                       content_with_calls=f.tools_kw.get("content", ""),
-                       with_ids=bool(f.tools_kw.get("ids", True)),
-                       reasoning_with_calls=bool(f.tools_kw.get("reasoning")),
-                       render_kw=f.tools_kw.get("render"))
+    check = self_check(pr, prof, n=check_messages, shape=f.call_shape)
     if messages is not None:  # the headers replace the reasoning and call findings
         for k in ("reasoning", "tools", "tools.codec", "tools.markers"):
             f.confidence.pop(k, None)

@@ -13,7 +13,7 @@ import json
 import os
 import re
 import unicodedata
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from ..profile import CodecSpec, ReasoningSpec, ToolSpec
@@ -34,6 +34,7 @@ from .probes import (
     REASONING,
     VAL1,
     VAL2,
+    CallShape,
     Prober,
     call,
     tools_for,
@@ -49,36 +50,11 @@ ARGS1: dict[str, Any] = {KEY1: VAL1, KEY2: 7}
 
 ARGS2: dict[str, Any] = {KEY1: VAL2}
 
-@dataclass(frozen=True)
-class _Shape:
-    """How one call probe is written: argument form, content, ids, semantics, extra context."""
-
-    form: str
-    as_str: bool
-    content: str | None
-    ids: bool = True
-    permissive: bool = False
-    reasoned: bool = False
-    documents: bool = False
-
-    @property
-    def label(self) -> str:
-        extra = [x for x, on in (("no ids", not self.ids), ("permissive", self.permissive),
-                                 ("with reasoning", self.reasoned), ("with documents", self.documents)) if on]
-        return ", ".join([self.form, *extra])
-
-
-_DOCUMENTS = [{"title": "QXdoc", "text": "QXdoc text"}]
-
-
-def _call_msg(calls: list[dict[str, Any]], content: Any, reasoned: bool = False) -> dict[str, Any]:
-    msg = {"role": "assistant", "content": content, "tool_calls": calls}
-    return {**msg, "reasoning_content": REASONING} if reasoned else msg
-
 def find_tools(pr: Prober, f: Findings) -> None:
     tools = tools_for()
-    plain = [_Shape("dict arguments", False, ""), _Shape("string arguments", True, ""),
-             _Shape("dict arguments, no content", False, None), _Shape("string arguments, no content", True, None)]
+    plain = [CallShape("dict arguments", False, ""), CallShape("string arguments", True, ""),
+             CallShape("dict arguments, no content", False, None),
+             CallShape("string arguments, no content", True, None)]
     # transformers' semantics first; then calls without ids (a caller's id may replace the name);
     # then the laxer semantics of other engines (content None kept, mutable lists); then a call
     # turn that carries reasoning (some templates read it unguarded on every tool-call turn); last,
@@ -93,9 +69,8 @@ def find_tools(pr: Prober, f: Findings) -> None:
     found = False
     for a in attempts:
         pr.permissive = a.permissive
-        kw = {"documents": _DOCUMENTS} if a.documents else {}
-        p1 = pr.turn(f"1 call ({a.label})", _call_msg([call(NAME1, ARGS1, 1, a.as_str, a.ids)], a.content,
-                                                      a.reasoned), tools=tools, **kw)
+        kw = a.context()
+        p1 = pr.turn(f"1 call ({a.label})", a.message([a.call(NAME1, ARGS1, 1)]), tools=tools, **kw)
         f.probes.append(p1)
         if p1.span is None or NAME1 not in p1.span or (VAL1 not in p1.span):
             continue
@@ -104,9 +79,8 @@ def find_tools(pr: Prober, f: Findings) -> None:
             # was called, not the model's format; the string-arguments shape shows the real one
             f.evidence.append(f"tools: with {a.label} the template prints the arguments as a Python dict")
             continue
-        p2 = pr.turn(f"2 calls ({a.label})", _call_msg([call(NAME1, ARGS1, 1, a.as_str, a.ids),
-                                                        call(NAME2, ARGS2, 2, a.as_str, a.ids)], a.content,
-                                                       a.reasoned), tools=tools, **kw)
+        p2 = pr.turn(f"2 calls ({a.label})", a.message([a.call(NAME1, ARGS1, 1), a.call(NAME2, ARGS2, 2)]),
+                     tools=tools, **kw)
         f.probes.append(p2)
         b1 = _call_block(_after_reasoning(p1.span, f), f)
         b2 = _call_block(_after_reasoning(p2.span, f), f) if p2.span and NAME2 in p2.span else None
@@ -117,8 +91,7 @@ def find_tools(pr: Prober, f: Findings) -> None:
             f.evidence.append(f"tools: with {a.label} calls render as {b1[:80]!r}, which no codec explains")
             continue
         f.tools = spec
-        f.tools_kw = {"as_string": a.as_str, "content": a.content, "ids": a.ids, "reasoning": a.reasoned,
-                      "render": kw}
+        f.call_shape = a
         if a.documents:
             f.say("tools.render", 0.85, "tool calls render only when retrieval documents are given")
             # that branch is the model's tool-use mode: its plain answers may be wrapped differently
@@ -133,7 +106,7 @@ def find_tools(pr: Prober, f: Findings) -> None:
                   "the model was trained on renders like these")
         found = True
         if f.reasoning is None:
-            find_reasoning(pr, f, tools, call_turn=_call_msg([call(NAME1, ARGS1, 1, a.as_str, a.ids)], a.content))
+            find_reasoning(pr, f, tools, call_turn=replace(a, reasoned=False).message([a.call(NAME1, ARGS1, 1)]))
         break
     if not found:
         pr.permissive = False
@@ -141,7 +114,7 @@ def find_tools(pr: Prober, f: Findings) -> None:
         rendered = any(p.span and NAME1 in p.span for p in f.probes)
         args_only = any(p.span and VAL1 in p.span and NAME1 not in p.span for p in f.probes)
         if args_only and f.reasoning is None:
-            find_reasoning(pr, f, tools, call_turn=_call_msg([call(NAME1, ARGS1, 1)], ""))
+            find_reasoning(pr, f, tools, call_turn=CallShape().message([call(NAME1, ARGS1, 1)]))
         if args_only:
             # Kimi K2 0905: the call slot holds the caller's id (or nothing), never the name
             f.say("tools", 0.4, "the template writes tool calls without their function names (the caller's "

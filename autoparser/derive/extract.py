@@ -19,6 +19,7 @@ from .markup import (
 )
 from .probes import (
     CONTENT,
+    CallShape,
     Probe,
     Prober,
 )
@@ -40,7 +41,7 @@ class Findings:
     strip: list[str] = field(default_factory=list)
     reasoning: ReasoningSpec | None = None
     tools: ToolSpec | None = None
-    tools_kw: dict[str, Any] = field(default_factory=dict)   # how the template wanted calls shaped
+    call_shape: CallShape = field(default_factory=CallShape)  # how the template wants call turns
 
     def say(self, fieldname: str, conf: float, text: str) -> None:
         self.confidence[fieldname] = conf

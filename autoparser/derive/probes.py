@@ -19,7 +19,7 @@ from typing import Any
 
 from ..errors import TemplateError
 
-__all__ = ["NAME1", "NAME2", "Probe", "Prober", "after_user", "call", "tools_for"]
+__all__ = ["NAME1", "NAME2", "CallShape", "Probe", "Prober", "after_user", "call", "tools_for"]
 
 NAME1, NAME2 = "fnQXa", "fnQXb"
 KEY1, KEY2 = "argQXa", "argQXb"
@@ -45,6 +45,42 @@ def call(name: str, args: Mapping[str, Any], index: int, as_string: bool = False
     arguments: Any = json.dumps(dict(args), ensure_ascii=False) if as_string else dict(args)
     out: dict[str, Any] = {"type": "function", "function": {"name": name, "arguments": arguments}}
     return {"id": f"QXid{index:05d}", **out} if with_id else out
+
+
+@dataclass(frozen=True)
+class CallShape:
+    """How a tool-call turn is written for a template: what the call probes found renders.
+
+    Argument form and content first; then whether ids are given (a caller's id may replace the
+    name), the permissive semantics, reasoning on the turn, retrieval documents in the context.
+    The self-check writes its random call turns the same way.
+    """
+
+    form: str = "dict arguments"
+    as_string: bool = False
+    content: str | None = ""
+    ids: bool = True
+    permissive: bool = False
+    reasoned: bool = False
+    documents: bool = False
+
+    @property
+    def label(self) -> str:
+        extra = [x for x, on in (("no ids", not self.ids), ("permissive", self.permissive),
+                                 ("with reasoning", self.reasoned), ("with documents", self.documents)) if on]
+        return ", ".join([self.form, *extra])
+
+    def call(self, name: str, args: Mapping[str, Any], index: int) -> dict[str, Any]:
+        return call(name, args, index, self.as_string, self.ids)
+
+    def message(self, calls: list[dict[str, Any]], reasoning: str = REASONING) -> dict[str, Any]:
+        """An assistant turn with ``calls`` (and ``reasoning`` when the shape carries it)."""
+        msg = {"role": "assistant", "content": self.content, "tool_calls": calls}
+        return {**msg, "reasoning_content": reasoning} if self.reasoned else msg
+
+    def context(self) -> dict[str, Any]:
+        """Extra template variables the turn renders with."""
+        return {"documents": [{"title": "QXdoc", "text": "QXdoc text"}]} if self.documents else {}
 
 
 @dataclass
@@ -79,7 +115,6 @@ class Prober:
         self.time_budget = time_budget
         self._prompts: dict[str, str] = {}
         self.filled: dict[str, str] = {}  # non-standard variables the template reads, bound to ''
-
 
     def render(self, messages: list[dict[str, Any]], *, tools: list[dict[str, Any]] | None,
                agp: bool, **kw: Any) -> str:
@@ -129,7 +164,7 @@ class Prober:
 
     def _prompt(self, base: list[dict[str, Any]], tools: list[dict[str, Any]] | None, kw: dict[str, Any]) -> str:
         """The generation prompt for ``base``: the same for every probe of one history, so rendered once."""
-        key = json.dumps([base, tools, kw, self.permissive], sort_keys=True, default=str)
+        key = json.dumps([base, tools, kw, self.permissive, self.filled], sort_keys=True, default=str)
         if key not in self._prompts:
             self._prompts[key] = self.render(base, tools=tools, agp=True, **kw)
         return self._prompts[key]

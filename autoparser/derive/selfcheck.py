@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..profile import Profile
-from .probes import USER, Prober, call
+from .probes import USER, CallShape, Prober
 
 __all__ = ["CHECK_TOOLS", "CheckResult", "self_check"]
 
@@ -63,10 +63,11 @@ def _args(rng: random.Random, rich: bool) -> dict[str, Any]:
 
 
 def self_check(pr: Prober, prof: Profile, *, n: int = 10, seed: int = 7,
-               as_string: bool = False, content_with_calls: Any = "", with_ids: bool = True,
-               reasoning_with_calls: bool = False, render_kw: dict[str, Any] | None = None) -> CheckResult:
+               shape: CallShape | None = None) -> CheckResult:
+    """Render ``n`` random assistant messages (call turns written as ``shape`` says) and parse them back."""
     from ..parse import parse
 
+    shape = shape or CallShape()
     rng = random.Random(seed)
     out = CheckResult()
     r = prof.reasoning
@@ -88,14 +89,11 @@ def self_check(pr: Prober, prof: Profile, *, n: int = 10, seed: int = 7,
                 rich = prof.messages is not None or (prof.tools is not None
                                                      and prof.tools.codec.kind in ("json", "name_json", "pythonic"))
                 args = _args(rng, rich=rich)
-                calls.append(call(str(name), args, j + 1, as_string, with_ids))
+                calls.append(shape.call(str(name), args, j + 1))
                 want_calls.append({"name": name, "arguments": args})
-            msg["content"] = content_with_calls
-            msg["tool_calls"] = calls
-            if reasoning_with_calls:
-                msg["reasoning_content"] = "Plan: call the tools."
+            msg = shape.message(calls, reasoning="Plan: call the tools.")
         p = pr.turn(f"self-check {i}", msg, tools=CHECK_TOOLS,
-                    history=[{"role": "user", "content": USER}], **(render_kw or {}))
+                    history=[{"role": "user", "content": USER}], **shape.context())
         wanted = Counter(str(c["name"]) for c in want_calls)
         if p.span is None or any(p.span.count(n) < k for n, k in wanted.items()):
             continue  # the template did not write every call of this message (some write only the first)
