@@ -27,6 +27,7 @@ from .markup import (
     split_open_header,
 )
 from .probes import (
+    CONTENT,
     KEY1,
     KEY2,
     NAME1,
@@ -84,6 +85,9 @@ def find_tools(pr: Prober, f: Findings) -> None:
         f.probes.append(p2)
         b1 = _call_block(_after_reasoning(p1.span, f), f)
         b2 = _call_block(_after_reasoning(p2.span, f), f) if p2.span and NAME2 in p2.span else None
+        wrap = _empty_content_wrapper(pr, f, a, b1, tools, kw)
+        if wrap:
+            b1, b2 = b1.lstrip(_WS)[len(wrap):], b2.lstrip(_WS)[len(wrap):] if b2 is not None else None
         spec = (_json_codec(b1, b2, f) or _pythonic(b1, b2, f) or _name_json(b1, b2, f)
                 or _tagged(b1, b2, f))
         if spec is None:
@@ -129,6 +133,26 @@ def find_tools(pr: Prober, f: Findings) -> None:
                   "the template renders no tool calls"
                   + (" (it renders assistant turns with tool_calls, leaving the calls out)" if ignored
                      else f" (renders failed: {errs[0]})" if errs else ""))
+
+def _empty_content_wrapper(pr: Prober, f: Findings, a: CallShape, b1: str, tools: list[dict[str, Any]],
+                           kw: dict[str, Any]) -> str:
+    """An empty open/close pair before the calls that holds the content when a call turn has some
+    (Llama 4 writes ``<|python_start|>text<|python_end|>`` before its JSON calls): its markers are
+    the content's wrapper on call turns, not a section. Returns the pair, or ''."""
+    m = re.match(r"\s*(<[^<>\s]+>)(<[^<>\s]+>)", b1)
+    if m is None or not pairs_with(m.group(1), m.group(2)):
+        return ""
+    x, y = m.groups()
+    p = pr.turn(f"1 call with content ({a.label})",
+                {**a.message([a.call(NAME1, ARGS1, 1)]), "content": CONTENT}, tools=tools, **kw)
+    f.probes.append(p)
+    if p.span is None or x + CONTENT + y not in p.span:
+        return ""
+    f.evidence.append(f"content: on call turns the content is written inside {x!r}...{y!r} before the calls "
+                      "(stripped)")
+    f.strip.extend(t for t in (x, y) if t not in f.strip)
+    return x + y
+
 
 def _after_reasoning(span: str, f: Findings) -> str:
     """A call turn rendered with reasoning, from after its reasoning block (open marker, text,

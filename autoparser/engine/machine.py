@@ -92,17 +92,19 @@ class _Compiled:
                                         + [(m, "s_close") for m in t.section_close])
             self.header_stops = tuple(t.section_open)
             eot = [(m, "eot") for m in p.strip]
+            # right after a call nothing but calls has been written, so what may start the output
+            # (a bare JSON call) may start the next call too
             self.between = MarkerSet([(m, "s_close") for m in t.section_close]
                                      + [(m, "s_open") for m in t.section_open] + eot
                                      + [(m, "c_open") for m in t.call_open]
                                      + [(m, "c_close") for m in t.call_close]
                                      + [(m, "sep") for m in t.separators]
-                                     + look)
+                                     + look + look_start)
             self.after = MarkerSet([(m, "c_close") for m in t.call_close]
                                    + [(m, "s_close") for m in t.section_close]
                                    + [(m, "s_open") for m in t.section_open] + eot
                                    + [(m, "c_open") for m in t.call_open]
-                                   + look)
+                                   + look + look_start)
             self.skip_section = MarkerSet([(m, "end") for m in t.section_close])
             self.skip_call = MarkerSet([(m, "end") for m in (*t.call_close, *t.section_close)])
         if h is not None:
@@ -300,6 +302,10 @@ class Parser:
             if m0 is True and not final:
                 self._emit_content(w[i:k])
                 return k
+            if isinstance(m0, Match) and m0.kind == "strip":
+                # a stripped marker writes nothing: the output has still not started
+                self._emit_content(w[i:k])
+                return m0.end
             self._at_start = False
             if isinstance(m0, Match):
                 self._emit_content(w[i:k])
