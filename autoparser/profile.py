@@ -102,8 +102,9 @@ class ToolSpec:
     ``call_open`` outside any section. ``lookahead_open`` markers start a call but belong to its
     header (``<function=``, ``call:``), so they are not consumed; those listed in
     ``lookahead_known_only`` only count when the name is one of the request's tools, and
-    ``lookahead_at_start`` ones only at the start of the output (Llama 3 writes a bare JSON call
-    as the whole message; a ``{`` later in prose is prose).
+    ``lookahead_at_start`` ones only at the start of the output or right after a call (Llama 3
+    writes a bare JSON call as the whole message, Llama 4 several back to back; a ``{`` later in
+    prose is prose).
     ``on_invalid`` / ``on_truncated`` say what happens to the raw text of a call that cannot be
     used (a body that is not a call, or one cut off by the end of the stream): ``content`` keeps it
     as content, ``content_without_marker`` without its opening marker, ``drop`` discards it, and
