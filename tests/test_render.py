@@ -395,3 +395,14 @@ def test_rich_inputs_are_made_plain() -> None:
 def test_module_render_reuses_compiled_templates() -> None:
     source = "{{ messages[0].content }}"
     assert render(source, USER) == render(source, USER) == "hi"
+
+
+def test_reads_names_the_inputs_a_template_can_read() -> None:
+    """The analyzer skips call probes for templates that never read ``tool_calls``: a comment or
+    other text that merely mentions the word does not count, every way of reading it does."""
+    for source in ("{{ messages[0].tool_calls }}", "{{ messages[0]['tool_calls'] }}",
+                   "{{ messages[0].get('tool_calls') }}", "{% set tool_calls = 1 %}{{ tool_calls }}"):
+        assert TemplateRenderer(source).reads("tool_calls"), source
+    for source in ("{# tool_calls #}{{ messages[0].content }}", "tool_calls: {{ messages | length }}"):
+        assert not TemplateRenderer(source).reads("tool_calls"), source
+    assert TemplateRenderer("{% if documents %}x{% endif %}").reads("documents")

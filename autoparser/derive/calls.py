@@ -63,9 +63,9 @@ def find_tools(pr: Prober, f: Findings) -> None:
     attempts = plain + [replace(a, ids=False) for a in plain]
     attempts += [replace(a, permissive=True) for a in attempts]
     attempts += [replace(a, reasoned=True) for a in attempts]
-    if "documents" in pr.template:
+    if pr.renderer.reads("documents"):
         attempts += [replace(a, documents=True) for a in attempts]
-    if "tool_calls" not in pr.template:
+    if not pr.renderer.reads("tool_calls"):
         attempts = plain  # it never reads a call: other shapes cannot show one
     found = False
     for a in attempts:

@@ -20,6 +20,7 @@ compilation. Details of each guard are in ``_guards``.
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 import types
@@ -82,17 +83,11 @@ def _tojson(
     return json.dumps(value, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)
 
 
-def _tojson_materialized(
-    value: Any,
-    ensure_ascii: bool = False,
-    indent: int | str | None = None,
-    separators: tuple[str, str] | None = None,
-    sort_keys: bool = False,
-) -> str:
+@functools.wraps(_tojson)  # the same signature: the size estimator binds arguments by name
+def _tojson_materialized(value: Any, *args: Any, **kwargs: Any) -> str:
     """``tojson`` that writes an iterator (``tools|map(...)``) as the list it yields, as llama.cpp's
-    template engine does (its ``map`` returns a list). Same signature as ``_tojson``: the size
-    estimator binds the arguments by name."""
-    return _tojson(_materialize(value), ensure_ascii, indent, separators, sort_keys)
+    template engine does (its ``map`` returns a list)."""
+    return _tojson(_materialize(value), *args, **kwargs)
 
 
 def _materialize(value: Any) -> Any:
@@ -324,8 +319,13 @@ def _build_environment(permissive: bool = False) -> _GuardedEnvironment:
 class CompiledTemplate:
     """A template parsed, instrumented and compiled once; rendering it is cheap and repeatable."""
 
-    def __init__(self, template: jinja2.Template) -> None:
+    def __init__(self, template: jinja2.Template, tree: nodes.Template) -> None:
         self._template = template
+        # every name the template could read an input by: variables, attributes, string keys
+        self.names = frozenset(
+            [n.name for n in tree.find_all(nodes.Name)]
+            + [n.attr for n in tree.find_all(nodes.Getattr)]
+            + [n.value for n in tree.find_all(nodes.Const) if isinstance(n.value, str)])
 
     def new_budget(self, limits: RenderLimits) -> Budget:
         """A fresh budget for one render (it must know how to look inside Jinja namespaces)."""
@@ -345,7 +345,7 @@ def compile_template(source: str, permissive: bool = False) -> CompiledTemplate:
     try:
         tree = instrument(env.parse(source))
         tree.set_environment(env)
-        return CompiledTemplate(env.from_string(tree))
+        return CompiledTemplate(env.from_string(tree), tree)
     except Exception as exc:  # any compile failure is a problem of the template
         raise translate_error(exc) from exc
 

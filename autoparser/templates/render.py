@@ -73,6 +73,11 @@ class TemplateRenderer:
         self.permissive = permissive
         self._compiled: CompiledTemplate = compile_template(source, permissive)
 
+    def reads(self, name: str) -> bool:
+        """Whether the template can read an input called ``name`` (as a variable, an attribute or
+        a string key): a template that never names ``tool_calls`` cannot write a call."""
+        return name in self._compiled.names
+
     def render(
         self,
         messages: Sequence[Mapping[str, Any]],
