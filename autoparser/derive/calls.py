@@ -110,7 +110,8 @@ def find_tools(pr: Prober, f: Findings) -> None:
                   "the model was trained on renders like these")
         found = True
         if f.reasoning is None:
-            find_reasoning(pr, f, tools, call_turn=replace(a, reasoned=False).message([a.call(NAME1, ARGS1, 1)]))
+            find_reasoning(pr, f, tools, call_turn=replace(a, reasoned=False).message([a.call(NAME1, ARGS1, 1)]),
+                           context=kw)
         break
     if not found:
         pr.permissive = False

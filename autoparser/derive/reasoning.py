@@ -30,12 +30,13 @@ _WS = " \t\r\n"
 
 
 def find_reasoning(pr: Prober, f: Findings, tools: list[dict[str, Any]] | None,
-                   call_turn: dict[str, Any] | None = None) -> None:
+                   call_turn: dict[str, Any] | None = None, context: dict[str, Any] | None = None) -> None:
     """Reasoning markers from a rendered block, else from the generation prompt's switches.
 
     ``call_turn`` (an assistant message with content and tool calls) is the second look, taken
     after the calls are known: some templates keep reasoning only on the turns after the last
-    plain assistant message, so only a tool-call turn shows it (Kimi K2 Thinking).
+    plain assistant message, so only a tool-call turn shows it (Kimi K2 Thinking). ``context``
+    holds the extra variables that turn renders with.
     """
     msg = {"role": "assistant", "content": CONTENT, "reasoning_content": REASONING}
     span_probe: Probe | None = None
@@ -44,7 +45,7 @@ def find_reasoning(pr: Prober, f: Findings, tools: list[dict[str, Any]] | None,
     switches: tuple[tuple[dict[str, Any], dict[str, Any]], ...] = (
         (msg, {}), (msg, {"enable_thinking": True}), (msg, {"thinking": True}), (blocks, {}))
     if call_turn is not None:
-        switches = (({**call_turn, "content": CONTENT, "reasoning_content": REASONING}, {}),)
+        switches = (({**call_turn, "content": CONTENT, "reasoning_content": REASONING}, context or {}),)
     for m, kw in switches:
         label = ("reasoning" + (f" {kw}" if kw else "") + (" (content blocks)" if m is blocks else "")
                  + (" on a tool-call turn" if call_turn is not None else ""))
