@@ -102,7 +102,6 @@ class Prober:
         from ..templates.render import TemplateRenderer
 
         self.renderer = TemplateRenderer(template)
-        self.template = template
         self.permissive = False  # set once the analysis needs the engines' laxer semantics
         self.bos = bos or ""
         self.eos = eos or ""
@@ -131,7 +130,7 @@ class Prober:
 
         self.renders += 1
         if self.renderer.permissive != self.permissive:
-            self.renderer = TemplateRenderer(self.template, permissive=self.permissive)
+            self.renderer = TemplateRenderer(self.renderer.source, permissive=self.permissive)
         while True:
             try:
                 return self.renderer.render(messages, tools=tools, add_generation_prompt=agp,
