@@ -62,7 +62,9 @@ def __getattr__(name: str) -> Any:
             raise AttributeError(f"autoparser.{name} is not available: {e}") from None
         return getattr(derive, name)
     if name == "openai":
-        from . import openai
+        # ``from . import openai`` would look the name up on this package first and re-enter this
+        # function; importing by full name binds the submodule as an attribute without that.
+        import importlib
 
-        return openai
+        return importlib.import_module(".openai", __name__)
     raise AttributeError(f"module 'autoparser' has no attribute {name!r}")
