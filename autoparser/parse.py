@@ -18,12 +18,17 @@ def parse(
     tools: object = None,
     reasoning: str | None = None,
     policy: Policy | str | None = None,
+    stream_arguments: bool = True,
 ) -> Result:
-    """Parse a complete model output with a profile or a dialect name."""
+    """Parse a complete model output with a profile or a dialect name.
+
+    ``stream_arguments`` is the parser's (``Profile.parser``): with False a call cut off by the end
+    of the output stays text instead of becoming a call with status ``truncated``.
+    """
     prof = get_profile(profile) if isinstance(profile, str) else profile
     if not isinstance(prof, Profile):
         raise TypeError(f"profile must be a Profile or a dialect name, got {type(profile).__name__}")
-    p = prof.parser(tools=tools, reasoning=reasoning, policy=policy)
+    p = prof.parser(tools=tools, reasoning=reasoning, policy=policy, stream_arguments=stream_arguments)
     if isinstance(text_or_chunks, str):
         p.feed(text_or_chunks)
     else:

@@ -184,11 +184,17 @@ class Profile:
         tools: object = None,
         reasoning: str | None = None,
         policy: Policy | str | None = None,
+        stream_arguments: bool = True,
     ) -> Parser:
-        """A fresh streaming parser for one model response."""
+        """A fresh streaming parser for one model response.
+
+        ``stream_arguments=True`` announces a call once its name is certain and streams its
+        arguments; ``False`` announces a call only when it is complete and valid (fail-closed).
+        """
         from .engine.machine import Parser
 
-        return Parser(self, tools=tools, reasoning=reasoning, policy=policy)
+        return Parser(self, tools=tools, reasoning=reasoning, policy=policy,
+                      stream_arguments=stream_arguments)
 
     def wire_format(self) -> dict[str, Any]:
         """The fields that decide how text is parsed (no names, evidence or confidence)."""

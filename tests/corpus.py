@@ -98,12 +98,36 @@ def feed_all(parser: Any, chunks: list[str]) -> tuple[list[Any], list[Any]]:
     return fed, closed
 
 
-def run_chunked(case: dict[str, Any], chunks: list[str]) -> dict[str, Any]:
-    """Parse ``case`` fed as ``chunks`` through the public API; return the normalised result."""
+def run_chunked(case: dict[str, Any], chunks: list[str], stream: bool = False) -> dict[str, Any]:
+    """Parse ``case`` fed as ``chunks`` through the public API; return the normalised result.
+
+    ``stream`` is the parser's ``stream_arguments``; the corpus's ``expected`` is the result of
+    the fail-closed mode (False), which streaming mode equals except on calls cut off by the end
+    of the output (see ``check_stream_truncation``).
+    """
     assert "".join(chunks) == case["input"], "chunks must concatenate to the case input"
-    p = make_parser(case)
+    p = make_parser(case, stream_arguments=stream)
     feed_all(p, chunks)
     return normalize(summarize(p.result()))
+
+
+def check_stream_truncation(case: dict[str, Any], want: dict[str, Any]) -> None:
+    """Streaming mode on output cut inside a call: ``want``'s complete calls, then that call as a call
+    with status ``truncated`` (finish ``length``), its arguments taken from the text; the call's
+    text, which was content in fail-closed mode, is not content."""
+    p = make_parser(case, stream_arguments=True)
+    feed_all(p, [case["input"]])
+    res = p.result()
+    got = normalize(summarize(res))
+    assert res.finish == "length", case["id"]
+    assert res.tool_calls and res.tool_calls[-1].status == "truncated", case["id"]
+    assert got["tool_calls"][:-1] == want["tool_calls"], case["id"]
+    assert want["content"].startswith(got["content"]), case["id"]
+    last = res.tool_calls[-1]
+    assert last.name in case["input"], case["id"]
+    for key, value in last.arguments.items():
+        assert key in case["input"], case["id"]
+        assert not isinstance(value, str) or value in case["input"], case["id"]
 
 
 def run_events(case: dict[str, Any], chunks: list[str]) -> tuple[list[Any], list[Any], Any]:

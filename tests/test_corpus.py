@@ -20,6 +20,7 @@ import pytest
 from corpus import (
     CASE_KEYS,
     DIALECTS,
+    check_stream_truncation,
     corpus_files,
     describe,
     expected,
@@ -42,6 +43,7 @@ BIG_DIALECTS = {
 MAX_INPUT_CHARS = 600  # every-split-point is O(n^2): keep cases short
 
 cases = pytest.mark.parametrize("case", CASES, ids=IDS)
+modes = pytest.mark.parametrize("stream", [False, True], ids=["complete", "stream"])
 
 
 def _show(result: dict[str, Any]) -> str:
@@ -89,33 +91,39 @@ def test_corpus_schema() -> None:
 
 # ----------------------------------------------------------------------------- parsing
 
+@modes
 @cases
-def test_whole(case: dict[str, Any]) -> None:
-    got = run_chunked(case, [case["input"]])
+def test_whole(case: dict[str, Any], stream: bool) -> None:
+    got = run_chunked(case, [case["input"]], stream)
     want = expected(case)
+    if stream and got != want:
+        check_stream_truncation(case, want)
+        return
     assert got == want, (
         f"{case['id']} ({case['notes']})\n  input:    {case['input']!r}\n"
         f"  got:      {_show(got)}\n  expected: {_show(want)}"
     )
 
 
+@modes
 @cases
-def test_char_by_char(case: dict[str, Any]) -> None:
-    whole = run_chunked(case, [case["input"]])
-    got = run_chunked(case, list(case["input"]))
+def test_char_by_char(case: dict[str, Any], stream: bool) -> None:
+    whole = run_chunked(case, [case["input"]], stream)
+    got = run_chunked(case, list(case["input"]), stream)
     assert got == whole, (
         f"{case['id']}: one-character chunks differ from the whole-text parse\n"
         f"  chars: {_show(got)}\n  whole: {_show(whole)}\n  expected: {_show(expected(case))}"
     )
 
 
+@modes
 @cases
-def test_every_split_point(case: dict[str, Any]) -> None:
+def test_every_split_point(case: dict[str, Any], stream: bool) -> None:
     text = case["input"]
-    whole = run_chunked(case, [text])
+    whole = run_chunked(case, [text], stream)
     bad: list[str] = []
     for i in range(1, len(text)):
-        got = run_chunked(case, [text[:i], text[i:]])
+        got = run_chunked(case, [text[:i], text[i:]], stream)
         if got != whole:
             bad.append(f"split at {i} {describe([text[:i], text[i:]])}: {_show(got)}")
     assert not bad, (
@@ -124,13 +132,14 @@ def test_every_split_point(case: dict[str, Any]) -> None:
     )
 
 
+@modes
 @cases
-def test_random_chunkings(case: dict[str, Any]) -> None:
+def test_random_chunkings(case: dict[str, Any], stream: bool) -> None:
     text = case["input"]
-    whole = run_chunked(case, [text])
+    whole = run_chunked(case, [text], stream)
     for k in range(5):
         chunks = random_chunking(text, random.Random(seed_for(case["id"], k)))
-        got = run_chunked(case, chunks)
+        got = run_chunked(case, chunks, stream)
         assert got == whole, (
             f"{case['id']}: seeded chunking #{k} differs from the whole-text parse\n"
             f"  chunks: {describe(chunks, 40)}\n  got:   {_show(got)}\n  whole: {_show(whole)}"
@@ -141,10 +150,12 @@ def test_random_chunkings(case: dict[str, Any]) -> None:
 def test_parse_function(case: dict[str, Any]) -> None:
     import autoparser
 
-    kwargs = {"tools": case["tools"], "reasoning": case["reasoning"]}
+    kwargs = {"tools": case["tools"], "reasoning": case["reasoning"], "stream_arguments": False}
     want = expected(case)
     res = autoparser.parse(case["input"], case["dialect"], **kwargs)
     assert normalize(summarize(res)) == want, f"{case['id']}: autoparser.parse(str, name)"
     chunks = split_at(case["input"], list(range(3, len(case["input"]), 3)))
     res = autoparser.parse(chunks, autoparser.get_profile(case["dialect"]), **kwargs)
     assert normalize(summarize(res)) == want, f"{case['id']}: autoparser.parse(list of chunks, profile)"
+    res = autoparser.parse(chunks, case["dialect"], tools=case["tools"], reasoning=case["reasoning"])
+    assert normalize(summarize(res)) == run_chunked(case, [case["input"]], True), "default: streaming"

@@ -61,13 +61,36 @@ def pseudo_case(dialect: str, text: str, tools: Any = None, reasoning: Any = Non
             "reasoning": reasoning}
 
 
-def parse_events(case: dict[str, Any], chunks: list[str]) -> tuple[list[Any], list[Any], Any]:
-    p = make_parser(case)
+def parse_events(case: dict[str, Any], chunks: list[str], stream: bool = True
+                 ) -> tuple[list[Any], list[Any], Any]:
+    p = make_parser(case, stream_arguments=stream)
     fed, closed = feed_all(p, chunks)
     return fed, closed, p.result()
 
 
 # ----------------------------------------------------------------------------- invariant checkers
+
+def close_json_prefix(text: str) -> str:
+    """``text`` (a prefix of JSON) with its open string and brackets closed: what a client holding
+    only the deltas so far would get by closing them."""
+    stack: list[str] = []
+    in_str = esc = False
+    for ch in text:
+        if in_str:
+            if esc:
+                esc = False
+            elif ch == "\\":
+                esc = True
+            elif ch == '"':
+                in_str = False
+        elif ch == '"':
+            in_str = True
+        elif ch in "{[":
+            stack.append("}" if ch == "{" else "]")
+        elif ch in "}]":
+            stack.pop()
+    return text + ('"' if in_str else "") + "".join(reversed(stack))
+
 
 def check_call_events(events: list[Any], res: Any, where: str) -> None:
     """(b) + structural sanity of the call events, and agreement with ``res.tool_calls``."""
@@ -83,6 +106,11 @@ def check_call_events(events: list[Any], res: Any, where: str) -> None:
         elif isinstance(e, ev.ToolCallArgsDelta):
             assert e.index in open_calls, f"{where}: args delta for a call that is not open: {e!r}"
             open_calls[e.index]["args"].append(e.text)
+            sent = "".join(open_calls[e.index]["args"])
+            try:
+                json.loads(close_json_prefix(sent))
+            except ValueError:
+                raise AssertionError(f"{where}: argument text so far, closed, is not JSON: {sent!r}") from None
         elif isinstance(e, ev.ToolCallEnd):
             assert e.index in open_calls, f"{where}: end for a call that is not open: {e!r}"
             call = open_calls.pop(e.index)
@@ -138,8 +166,9 @@ def check_events_agree(fed: list[Any], closed: list[Any], res: Any, where: str) 
 def test_a_coalesced_events_independent_of_chunking(data: st.DataObject) -> None:
     case = data.draw(st.sampled_from(CASES), label="case")
     chunks = data.draw(chunkings_of(case["input"]), label="chunks")
-    fed_w, closed_w, _ = parse_events(case, [case["input"]])
-    fed_c, closed_c, _ = parse_events(case, chunks)
+    stream = data.draw(st.booleans(), label="stream")
+    fed_w, closed_w, _ = parse_events(case, [case["input"]], stream)
+    fed_c, closed_c, _ = parse_events(case, chunks, stream)
     whole, chunked = coalesce(fed_w + closed_w), coalesce(fed_c + closed_c)
     assert chunked == whole, (
         f"{case['id']}: coalesced events depend on chunking {describe(chunks, 40)}\n"
@@ -154,7 +183,7 @@ def test_a_coalesced_events_independent_of_chunking(data: st.DataObject) -> None
 def test_b_argument_deltas_are_json_of_end_arguments(data: st.DataObject) -> None:
     case = data.draw(st.sampled_from(CALL_CASES), label="case")
     chunks = data.draw(chunkings_of(case["input"]), label="chunks")
-    fed, closed, res = parse_events(case, chunks)
+    fed, closed, res = parse_events(case, chunks, data.draw(st.booleans(), label="stream"))
     check_call_events(fed + closed, res, f"{case['id']} {describe(chunks, 40)}")
 
 
@@ -234,12 +263,13 @@ def test_c_soup_never_raises_in_lenient_mode(
     text: str, tools: Any, reasoning: Any, data: st.DataObject
 ) -> None:
     chunks = data.draw(chunkings_of(text), label="chunks")
+    stream = data.draw(st.booleans(), label="stream")
     for dialect in DIALECTS:
         case = pseudo_case(dialect, text, tools, reasoning)
         if reasoning is not None and not accepts_reasoning(dialect, reasoning):
             continue  # a configuration error at parser() time, not a parse failure (test_api_errors)
         for ch in ([text], chunks):
-            _, _, res = parse_events(case, ch)
+            _, _, res = parse_events(case, ch, stream)
             assert isinstance(res.content, str) and isinstance(res.reasoning, str), dialect
             for c in res.tool_calls:
                 assert isinstance(c.name, str) and isinstance(c.arguments, dict), f"{dialect}: {c!r}"
@@ -251,10 +281,11 @@ def test_c_soup_never_raises_in_lenient_mode(
 def test_c2_soup_result_independent_of_chunking(text: str, tools: Any, data: st.DataObject) -> None:
     """The engine's main guarantee on arbitrary input, not only on well-formed cases."""
     chunks = data.draw(chunkings_of(text), label="chunks")
+    stream = data.draw(st.booleans(), label="stream")
     for dialect in DIALECTS:
         case = pseudo_case(dialect, text, tools)
-        fed_w, closed_w, res_w = parse_events(case, [text])
-        fed_c, closed_c, res_c = parse_events(case, chunks)
+        fed_w, closed_w, res_w = parse_events(case, [text], stream)
+        fed_c, closed_c, res_c = parse_events(case, chunks, stream)
         where = f"{dialect} {describe(chunks, 40)}"
         assert coalesce(fed_c + closed_c) == coalesce(fed_w + closed_w), f"{where}: events depend on chunking"
         assert (res_c.reasoning, res_c.content) == (res_w.reasoning, res_w.content), where
@@ -268,9 +299,10 @@ def test_c2_soup_result_independent_of_chunking(text: str, tools: Any, data: st.
 def test_bg_soup_events_consistent(text: str, tools: Any, data: st.DataObject) -> None:
     """(b), (e) and (g) hold on arbitrary input too."""
     chunks = data.draw(chunkings_of(text), label="chunks")
+    stream = data.draw(st.booleans(), label="stream")
     for dialect in DIALECTS:
         case = pseudo_case(dialect, text, tools)
-        fed, closed, res = parse_events(case, chunks)
+        fed, closed, res = parse_events(case, chunks, stream)
         where = f"{dialect} {describe(chunks, 40)}"
         check_call_events(fed + closed, res, where)
         check_events_agree(fed, closed, res, where)
@@ -299,10 +331,11 @@ def plain_reasoning_mode(dialect: str) -> Any:
 @given(text=plain_text, tools=tools_opt, data=st.data())
 def test_d_plain_text_is_content_byte_for_byte(text: str, tools: Any, data: st.DataObject) -> None:
     chunks = data.draw(chunkings_of(text), label="chunks")
+    stream = data.draw(st.booleans(), label="stream")
     for dialect in DIALECTS:
         case = pseudo_case(dialect, text, tools, plain_reasoning_mode(dialect))
         for ch in ([text], chunks):
-            _, _, res = parse_events(case, ch)
+            _, _, res = parse_events(case, ch, stream)
             where = f"{dialect} {describe(ch, 40)}"
             assert res.content == text, f"{where}: content {res.content!r} != input {text!r}"
             assert res.reasoning == "", f"{where}: reasoning {res.reasoning!r}"
@@ -316,33 +349,37 @@ def test_d_plain_text_is_content_byte_for_byte(text: str, tools: Any, data: st.D
 def test_e_nothing_emitted_is_taken_back(data: st.DataObject) -> None:
     case = data.draw(st.sampled_from(CASES), label="case")
     chunks = data.draw(chunkings_of(case["input"]), label="chunks")
-    fed, closed, res = parse_events(case, chunks)
+    fed, closed, res = parse_events(case, chunks, data.draw(st.booleans(), label="stream"))
     check_events_agree(fed, closed, res, f"{case['id']} {describe(chunks, 40)}")
 
 
 # The sharpest chunking is one character per feed(); hypothesis rarely draws it, so every corpus case
 # also gets it deterministically (whole text vs. character by character).
 by_case = pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
+modes = pytest.mark.parametrize("stream", [False, True], ids=["complete", "stream"])
 
 
+@modes
 @by_case
-def test_a_char_by_char_events_equal_whole(case: dict[str, Any]) -> None:
-    fed_w, closed_w, _ = parse_events(case, [case["input"]])
-    fed_c, closed_c, _ = parse_events(case, list(case["input"]))
+def test_a_char_by_char_events_equal_whole(case: dict[str, Any], stream: bool) -> None:
+    fed_w, closed_w, _ = parse_events(case, [case["input"]], stream)
+    fed_c, closed_c, _ = parse_events(case, list(case["input"]), stream)
     whole, chars = coalesce(fed_w + closed_w), coalesce(fed_c + closed_c)
     assert chars == whole, f"{case['id']}: coalesced events differ\n  whole: {whole!r}\n  chars: {chars!r}"
 
 
+@modes
 @by_case
-def test_b_call_events_whole_and_char_by_char(case: dict[str, Any]) -> None:
+def test_b_call_events_whole_and_char_by_char(case: dict[str, Any], stream: bool) -> None:
     for label, chunks in (("whole", [case["input"]]), ("char-by-char", list(case["input"]))):
-        fed, closed, res = parse_events(case, chunks)
+        fed, closed, res = parse_events(case, chunks, stream)
         check_call_events(fed + closed, res, f"{case['id']} {label}")
 
 
+@modes
 @by_case
-def test_e_char_by_char_nothing_taken_back(case: dict[str, Any]) -> None:
-    fed, closed, res = parse_events(case, list(case["input"]))
+def test_e_char_by_char_nothing_taken_back(case: dict[str, Any], stream: bool) -> None:
+    fed, closed, res = parse_events(case, list(case["input"]), stream)
     check_events_agree(fed, closed, res, f"{case['id']} char-by-char")
 
 
@@ -437,10 +474,11 @@ def test_f_tool_name_only_emitted_complete(
     if dialect == "ernie":  # ERNIE's calls follow its (prompt-opened) reasoning
         text, reasoning = "ok\n</think>\n\n" + text, "prefilled"
     case = pseudo_case(dialect, text, SOUP_TOOLS, reasoning)
-    _, _, res_w = parse_events(case, [text])
+    stream = data.draw(st.booleans(), label="stream")
+    _, _, res_w = parse_events(case, [text], stream)
     assert [c.name for c in res_w.tool_calls] == names, f"{dialect}: whole-text parse of {text!r}"
     for chunks in (list(text), data.draw(chunkings_of(text), label="chunks")):
-        fed, closed, res = parse_events(case, chunks)
+        fed, closed, res = parse_events(case, chunks, stream)
         starts = [e for e in fed + closed if isinstance(e, ev.ToolCallStart)]
         final = [c.name for c in res.tool_calls]
         assert [s.name for s in starts] == final == names, (
@@ -449,11 +487,12 @@ def test_f_tool_name_only_emitted_complete(
         )
 
 
+@modes
 @pytest.mark.parametrize("case", CALL_CASES, ids=[c["id"] for c in CALL_CASES])
-def test_f_corpus_names_announced_complete(case: dict[str, Any]) -> None:
+def test_f_corpus_names_announced_complete(case: dict[str, Any], stream: bool) -> None:
     """Char by char, every announced name is the final name of a call in the result (or withdrawn)."""
     ev = _events()
-    fed, closed, res = parse_events(case, list(case["input"]))
+    fed, closed, res = parse_events(case, list(case["input"]), stream)
     events = fed + closed
     final_names = {c.name for c in res.tool_calls}
     dropped = {e.index for e in events if isinstance(e, ev.ToolCallEnd) and e.status == "dropped"}

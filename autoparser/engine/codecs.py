@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 from ..profile import CodecSpec
 from . import values
+from .argstream import JsonArgStream
 from .markers import MarkerSet, Match
 from .scanner import BalancedScanner
 
@@ -56,6 +57,19 @@ class Body:
         self.calls: list[ParsedCall] = []
         self.truncated = False
         self.reason = ""
+        # argument streaming (make_body turns it on): the call's name once it is certain, and
+        # JSON text of its arguments that no later text can change
+        self.streaming = False
+        self.call_name: str | None = None
+        self.call_id: str | None = None
+
+    def take_args(self) -> str:
+        """Argument JSON text that became certain since the last call (streaming codecs only)."""
+        return ""
+
+    def args_closing(self) -> str:
+        """What closes the argument text taken so far into valid JSON."""
+        return ""
 
     def feed(self, text: str, pos: int, final: bool) -> tuple[Status, int]:  # pragma: no cover
         raise NotImplementedError
@@ -199,6 +213,13 @@ class JsonBody(Body):
     def __init__(self, *a: Any, **k: Any) -> None:
         super().__init__(*a, **k)
         self.scanner: BalancedScanner | None = None
+        self.argstream: JsonArgStream | None = None
+
+    def take_args(self) -> str:
+        return self.argstream.take() if self.argstream is not None else ""
+
+    def args_closing(self) -> str:
+        return self.argstream.closing() if self.argstream is not None else ""
 
     def feed(self, text: str, pos: int, final: bool) -> tuple[Status, int]:
         if self.scanner is None:
@@ -221,10 +242,24 @@ class JsonBody(Body):
                     self.calls = calls
                     return "done", j
                 self.scanner = BalancedScanner("{[", (('"', '"', True),), self.stops)
+                if self.streaming and first == "{":
+                    sp = self.spec
+                    self.argstream = JsonArgStream(
+                        whole_call=True, name_keys=tuple(sp.name_keys), args_keys=tuple(sp.args_keys),
+                        id_keys=tuple(sp.id_keys),
+                        function_key=sp.function_key or "", name_as_key=sp.name_as_key,
+                        name_ok=self._name_ok)
                 pos = i
             else:
                 return self._reject(f"call body starts with {first!r}, not JSON", i)
         st, j = self.scanner.feed(text, pos, final)
+        ast = self.argstream
+        if ast is not None:
+            ast.feed(text[pos:j])
+            # the name is certain once complete; the call is announced when its arguments begin
+            # (or at once when the name is all there is to wait for)
+            if ast.name is not None and (ast.started or not self.spec.id_keys):
+                self.call_name, self.call_id = ast.name, ast.call_id
         if st == "more":
             if final:
                 # uniform end-of-stream recovery: a list of complete calls missing only its ']'
@@ -342,6 +377,7 @@ class NameJsonBody(Body):
         self.name: str | None = None
         self.cid: str | None = None
         self.scanner: BalancedScanner | None = None
+        self.argstream: JsonArgStream | None = None
         self.phase = "header"
         self._trailer = MarkerSet([(s.trailer.strip(_WS), "t")]) if s.trailer.strip(_WS) else None
 
@@ -409,8 +445,13 @@ class NameJsonBody(Body):
                 else:
                     strings = (('"', '"', True),)
                 self.scanner = BalancedScanner("{[", strings, self.stops)
+                if self.streaming and s.flavor == "json":
+                    self.argstream = JsonArgStream(whole_call=False)
+                    self.call_name, self.call_id = self.name, self.cid
                 pos = i
             st, j = self.scanner.feed(text, pos, final)
+            if self.argstream is not None:
+                self.argstream.feed(text[pos:j])
             if st == "more":
                 if final:
                     return self._reject("call arguments cut off by the end of the output", j, truncated=True)
@@ -437,6 +478,12 @@ class NameJsonBody(Body):
             self.phase = "trailer"
             pos = j
         return self._after_args(text, pos, final)
+
+    def take_args(self) -> str:
+        return self.argstream.take() if self.argstream is not None else ""
+
+    def args_closing(self) -> str:
+        return self.argstream.closing() if self.argstream is not None else ""
 
     def _after_args(self, text: str, pos: int, final: bool) -> tuple[Status, int]:
         """The optional trailer (e.g. a closing code fence) after the arguments."""
@@ -478,6 +525,160 @@ class TaggedBody(Body):
         self.all_ends = MarkerSet([(t, "trailer")] * bool(t) + [(m, "stop") for m in self.stops.markers])
         self._param_re = self._compile_param()
         self.coerce_issues: list[tuple[str, str]] = []
+        # argument streaming: the undecided tail of the body, the parameter being read
+        self._st_buf = ""
+        self._st_key: str | None = None
+        self._st_attr: str | None = None
+        self._st_schema: Any = None
+        self._st_string = False      # the value streams as a JSON string as it arrives
+        self._st_sent = False        # ... and has begun to
+        self._st_first = True
+        self._st_close: re.Pattern[str] | None = None
+        self._st_lits: tuple[str, ...] = ()
+        self._st_frags: list[str] = []
+        self._st_done = False
+
+    # -- argument streaming ----------------------------------------------------------------------
+    def take_args(self) -> str:
+        out = "".join(self._st_frags)
+        self._st_frags = []
+        return out
+
+    def args_closing(self) -> str:
+        if self.call_name is None or self._st_done:
+            return ""
+        return ('"' if self._st_sent else "") + "}"
+
+    def _member(self, key: str) -> str:
+        return ("" if self._st_first else ", ") + json.dumps(key, ensure_ascii=False) + ": "
+
+    def _stream(self, chunk: str) -> None:
+        """Read parameters off the body as it arrives, with the rules of ``_parse_params``."""
+        buf = self._st_buf + chunk
+        close_generic = self._post.strip(_WS)
+        line_values = not close_generic and "\n" in self._post
+        while True:
+            if self._st_key is None:
+                m = self._param_re.search(buf)
+                if m is None:
+                    # keep what may still become a parameter's opening tag
+                    buf = self._param_tail(buf)
+                    break
+                key = m.group("key").strip(_WS)
+                self._st_attr = m.groupdict().get("string")
+                props = (self.schemas.get(self.name or "") or {}).get("properties") or {}
+                sch = props.get(key) if isinstance(props, Mapping) else None
+                self._st_schema = sch
+                self._st_string = self._st_attr is None and (
+                    sch is None or (isinstance(sch, Mapping) and _schema_types(sch) == {"string"}
+                                    and "enum" not in sch and "const" not in sch))
+                close = close_generic.replace("{key}", key) if self._post_has_key else close_generic
+                self._st_close = re.compile("\n" if line_values else _lit_regex(close))
+                # a value may end at its close or at the next parameter: both are held back whole
+                self._st_lits = tuple(x for x in (self.p_open, "" if line_values else close.strip(_WS)) if x)
+                self._st_key = key
+                self._st_sent = False
+                buf = buf[m.end():]
+                continue
+            assert self._st_close is not None
+            cm = self._st_close.search(buf)
+            nxt = (self._param_re.search(buf)
+                   if not self._post_has_key and self.p_open else None)
+            if cm is not None and (nxt is None or cm.start() <= nxt.start()):
+                self._end_value(buf[:cm.start()], by_close=True)
+                buf = buf[cm.end():]
+                continue
+            if nxt is not None:
+                self._end_value(buf[:nxt.start()], by_close=False)
+                buf = buf[nxt.start():]
+                continue
+            if self._st_string:
+                buf = self._send_safe(buf)
+            break
+        self._st_buf = buf
+
+    def _safe_end(self, buf: str) -> int:
+        """Where the text that may still be trimmed or be part of a marker begins."""
+        k = len(buf.rstrip(_WS))
+        while True:
+            k0 = k
+            for lit in self._st_lits:
+                h = buf.rfind(lit, max(0, k - len(lit) - _MAX_HEADER), k)
+                if h >= 0:  # a whole marker not yet followed by what completes it
+                    k = h
+                for n in range(min(len(lit) - 1, k), 0, -1):
+                    if buf.endswith(lit[:n], 0, k):
+                        k -= n
+                        break
+            k = len(buf[:k].rstrip(_WS))
+            if k == k0:
+                return k
+
+    def _param_tail(self, buf: str) -> str:
+        """The end of ``buf`` that may still become a parameter's opening tag."""
+        p_open = self.p_open
+        if not p_open:
+            return buf[-_MAX_HEADER:]
+        k = buf.rfind(p_open)
+        if k >= 0:
+            return buf[k:] if len(buf) - k <= _MAX_HEADER else ""
+        for n in range(min(len(p_open) - 1, len(buf)), 0, -1):
+            if p_open.startswith(buf[-n:]):
+                return buf[-n:]
+        return ""
+
+    def _send_safe(self, buf: str) -> str:
+        """Send the part of a string value no later text can change; return the rest."""
+        k = self._safe_end(buf)
+        if k <= 0:
+            return buf
+        safe = buf[:k]
+        if not self._st_sent:
+            if self._st_schema is not None and safe.strip(_WS).lower() in ("", "n", "nu", "nul", "null"):
+                return buf  # may still be null, which a typed schema reads as None
+            lead = self._mid[len(self._mid.rstrip(_WS)):]
+            cut = len(lead) if lead and buf.startswith(lead) else 1 if lead and buf[:1] == "\n" else 0
+            if cut >= k:
+                return buf
+            self._st_frags.append(self._member(self._st_key or "") + '"')
+            self._st_sent = True
+            self._st_first = False
+            safe = buf[cut:k]
+        self._st_frags.append(json.dumps(safe, ensure_ascii=False)[1:-1])
+        return buf[k:]
+
+    def _end_value(self, raw: str, by_close: bool) -> None:
+        key = self._st_key or ""
+        if self._st_sent:
+            if by_close:
+                trail = self._post[: len(self._post) - len(self._post.lstrip(_WS))]
+                if trail and raw.endswith(trail):
+                    raw = raw[: -len(trail)]
+                elif trail and raw[-1:] == "\n":
+                    raw = raw[:-1]
+            else:
+                raw = raw.rstrip(_WS)
+            self._st_frags.append(json.dumps(raw, ensure_ascii=False)[1:-1] + '"')
+        else:
+            if by_close:
+                raw = _trim_one(raw, self._mid, self._post)
+            else:
+                raw = _trim_one(raw.rstrip(_WS), self._mid, "")
+            n = len(self.coerce_issues)
+            value = self._typed(raw, self._st_schema, self._st_attr)
+            del self.coerce_issues[n:]  # the final parse reports them
+            self._st_frags.append(self._member(key) + json.dumps(value, ensure_ascii=False))
+            self._st_first = False
+        self._st_key = None
+        self._st_sent = False
+
+    def _stream_end(self, complete: bool) -> None:
+        if self.call_name is None or self._st_done:
+            return
+        if complete and self._st_key is not None:
+            self._end_value(self._st_buf, by_close=False)
+        self._st_frags.append(self.args_closing())
+        self._st_done = True
 
     def _compile_param(self) -> re.Pattern[str]:
         s = self.spec
@@ -510,13 +711,21 @@ class TaggedBody(Body):
             self.name = slot
             self.phase = "body"
             pos = j
+            if self.streaming:
+                self.call_name = slot
+                self._st_frags.append("{")
         m, safe = self.all_ends.scan(text, pos, final)
         if m is None:
             self.body.append(text[pos:safe])
+            if self.streaming:
+                self._stream(text[pos:safe])
             if final:
                 return self._finish_body(pos=safe, complete=False)
             return "more", safe
         self.body.append(text[pos:m.start])
+        if self.streaming:
+            self._stream(text[pos:m.start])
+            self._stream_end(complete=True)
         if m.kind == "trailer":
             return self._finish_body(pos=m.end, complete=True)
         return self._finish_body(pos=m.start, complete=True)
@@ -703,11 +912,12 @@ _KINDS: dict[str, type[Body]] = {
 
 def make_body(spec: CodecSpec, stops: MarkerSet, schemas: Mapping[str, Mapping[str, Any]],
               known_only: bool = False, partial_values: bool = False,
-              header_stops: tuple[str, ...] = ()) -> Body:
+              header_stops: tuple[str, ...] = (), streaming: bool = False) -> Body:
     body = _KINDS[spec.kind](spec, stops, schemas, known_only)
     if isinstance(body, NameJsonBody) and header_stops:
         body.header = _Header(body.header.prefix + body.slot + body.header.suffix, body.slot, ends="{",
                               extra_stops=(*stops.markers, *body._id_stops, *header_stops))
     if isinstance(body, TaggedBody):
         body.spec_partial = partial_values
+    body.streaming = streaming
     return body

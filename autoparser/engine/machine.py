@@ -135,6 +135,12 @@ class _Region:
     call_open_used: bool = False
     emitted: int = 0            # call bodies parsed in this region (an empty JSON array counts)
     known_only: bool = False
+    # the call being streamed: its index once announced, the argument text sent for it
+    stream_idx: int | None = None
+    stream_id: str = ""
+    stream_known: bool = True
+    stream_off: bool = False
+    stream_sent: list[str] = field(default_factory=list)
 
 
 Mode = Literal["content", "undecided", "reasoning", "defer", "region", "skip", "h_header", "h_body",
@@ -145,11 +151,12 @@ class Parser:
     """Feed text chunks, get events; ``result()`` aggregates them. One parser per response."""
 
     def __init__(self, profile: Profile, *, tools: object = None, reasoning: str | None = None,
-                 policy: Policy | str | None = None) -> None:
+                 policy: Policy | str | None = None, stream_arguments: bool = True) -> None:
         if not isinstance(profile, Profile):
             raise TypeError(f"profile must be an autoparser.Profile, got {type(profile).__name__}")
         self.profile = profile
         self.policy = Policy.coerce(policy)
+        self._stream = bool(stream_arguments)
         self._schemas = values.tool_schemas(tools)
         self._have_tools = tools is not None
         self._c = _compiled(profile)
@@ -224,7 +231,9 @@ class Parser:
 
     def result(self) -> Result:
         finish: Literal["stop", "tool_calls", "length"] = "stop"
-        if self._calls:
+        if self._stream and any(c.status == "truncated" for c in self._calls):
+            finish = "length"  # the output was cut inside a call that was already announced
+        elif self._calls:
             finish = "tool_calls"
         elif self._truncated:
             finish = "length"
@@ -537,14 +546,21 @@ class Parser:
                     and spec.kind not in ("json", "pythonic")):
                 spec = t.alt_codec
             rg.body = make_body(spec, self._c.body_stops, self._schemas, rg.known_only, t.partial_values,
-                                self._c.header_stops)
+                                self._c.header_stops,
+                                # marker-less calls stream only once complete: until then the
+                                # text may still be content
+                                streaming=self._stream and rg.via != "look")
         body = rg.body
         st, j = body.feed(w, i, final)
         if j > i:
             rg.raw.append(w[i:j])
+        if body.streaming and not rg.stream_off:
+            self._stream_call(rg, body)
         if st == "more":
             return j
         if st == "reject":
+            if rg.stream_idx is not None:
+                return self._end_started(rg, body, j)
             return self._reject(rg, w, j, truncated=body.truncated, reason=body.reason)
         self._emit_calls(rg, body.calls, self._at(j))
         rg.body = None
@@ -606,6 +622,64 @@ class Parser:
             self._issue("missing_end_marker", "tool call was not closed; text follows it", self._at(k))
         self._end_region()
         return k
+
+    def _stream_call(self, rg: _Region, body: Body) -> None:
+        """Announce the call once its name is certain, then send what its arguments made certain."""
+        if rg.stream_idx is None:
+            name = body.call_name
+            if name is None:
+                return
+            known = not self._have_tools or name in self._schemas
+            if not known and self.policy.unknown_tool != "forward":
+                rg.stream_off = True  # dropped or raised on at the end, as without streaming
+                return
+            idx = self._start_call(name, body.call_id)
+            rg.stream_idx = idx
+            rg.stream_id = body.call_id or f"call_{idx}"
+            rg.stream_known = known
+            rg.stream_sent = []
+        text = body.take_args()
+        if text:
+            rg.stream_sent.append(text)
+            self._events.append(ToolCallArgsDelta(rg.stream_idx, text))
+
+    def _finish_stream(self, rg: _Region, body: Body | None) -> dict[str, object] | None:
+        """Send the rest of a streamed call's arguments; their value (None if nothing was sent)."""
+        assert rg.stream_idx is not None
+        rest = (body.take_args() + body.args_closing()) if body is not None else ""
+        if rest:
+            rg.stream_sent.append(rest)
+            self._events.append(ToolCallArgsDelta(rg.stream_idx, rest))
+        if not rg.stream_sent:
+            return None
+        value = json.loads("".join(rg.stream_sent))
+        assert isinstance(value, dict)
+        return value
+
+    def _end_started(self, rg: _Region, body: Body, j: int) -> int:
+        """An announced call whose body turned out cut off or malformed: it stays a call."""
+        truncated = body.truncated
+        code = "truncated_call" if truncated else "invalid_call"
+        if truncated:
+            self._truncated = True
+        pol = self.policy.truncated_call if truncated else self.policy.malformed_arguments
+        name = body.call_name or ""
+        self._issue(code, f"{name}: {body.reason}; kept the arguments that were complete", self._at(j),
+                    "raise" if pol == "raise" else "")
+        args = self._finish_stream(rg, body)
+        if args is None:
+            args = {}
+            assert rg.stream_idx is not None
+            self._events.append(ToolCallArgsDelta(rg.stream_idx, "{}"))
+        status: CallStatus = "truncated" if truncated else "invalid"
+        assert rg.stream_idx is not None
+        if not rg.stream_known:
+            self._issue("unknown_tool", f"call to a tool not in the request: {name!r}", self._at(j))
+        self._events.append(ToolCallEnd(rg.stream_idx, args, status))
+        self._calls.append(ToolCall(name, args, rg.stream_id, status, rg.stream_known))
+        rg.stream_idx = None
+        self._end_region()
+        return j
 
     def _start_call(self, name: str, cid: str | None) -> int:
         idx = self._index
@@ -673,11 +747,45 @@ class Parser:
 
     def _emit_calls(self, rg: _Region, calls: list[ParsedCall], pos: int) -> None:
         """Announce parsed calls; ``pos`` (where the call text ended) locates their issues."""
-        for c in calls:
-            self._emit_call(c, pos)
+        for n, c in enumerate(calls):
+            if n == 0 and rg.stream_idx is not None:
+                self._end_streamed(rg, c, pos)
+            else:
+                self._emit_call(c, pos)
+        rg.stream_off = False
         rg.emitted += max(1, len(calls))
         rg.raw = []
         rg.raw_has_marker = False
+
+    def _end_streamed(self, rg: _Region, c: ParsedCall, pos: int) -> None:
+        """The complete body of a call that was announced early: send the rest, then its end."""
+        idx = rg.stream_idx
+        assert idx is not None
+        args = self._finish_stream(rg, rg.body)
+        rg.stream_idx = None
+        status: CallStatus = c.status
+        if not rg.stream_known:
+            self._issue("unknown_tool", f"call to a tool not in the request: {c.name!r}", pos)
+        for code, msg in c.issues:
+            self._issue(code, f"{c.name}: {msg}", pos)
+        if args is None:  # nothing could stream (e.g. arguments written as a JSON string)
+            args = c.arguments
+            self._events.append(ToolCallArgsDelta(idx, json.dumps(args, ensure_ascii=False)))
+        elif args != c.arguments:
+            self._issue("stream_mismatch", f"{c.name}: the streamed arguments differ from the parsed "
+                        "ones; kept what was sent", pos)
+            if status == "ok":
+                status = "repaired"
+        if self._have_tools and rg.stream_known:
+            problems = values.validate_arguments(args, self._schemas.get(c.name))
+            if problems:
+                msg = f"{c.name}: arguments do not match the tool schema: {'; '.join(problems)}"
+                self._issue("schema_mismatch", msg, pos,
+                            "raise" if self.policy.schema_mismatch == "raise" else "")
+                if status == "ok":
+                    status = "invalid"
+        self._events.append(ToolCallEnd(idx, args, status))
+        self._calls.append(ToolCall(c.name, args, rg.stream_id, status, rg.stream_known))
 
     def _emit_call(self, c: ParsedCall, pos: int) -> None:
         known = not self._have_tools or c.name in self._schemas
