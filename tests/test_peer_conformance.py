@@ -48,7 +48,7 @@ STREAM_TRUNCATED = {
     "dyn-kimi-s4b-truncated-mid-args-stream", "dyn-glm-b5c-truncated-value",
     "dyn-glm-b5e-multi-last-truncated", "dyn-mm2-b5c-truncated-value", "dyn-mm2-b5e-multi-truncated",
     "dyn-dsv3-b5c-truncated", "dyn-dsv3-b5e-multi-truncated", "dyn-dsv31-b5c-truncated",
-    "dyn-dsv32-b5e-multi-truncated",
+    "dyn-dsv32-b5e-multi-truncated", "dyn-harmony-b5c-truncated-json",
 }
 
 

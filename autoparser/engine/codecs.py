@@ -19,7 +19,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from ..profile import CodecSpec
 from . import values
@@ -27,7 +27,7 @@ from .argstream import JsonArgStream
 from .markers import MarkerSet, Match
 from .scanner import BalancedScanner
 
-__all__ = ["Body", "ParsedCall", "make_body"]
+__all__ = ["ArgSource", "Body", "ParsedCall", "make_body"]
 
 Status = Literal["more", "done", "reject"]
 _WS = " \t\r\n"
@@ -43,6 +43,19 @@ class ParsedCall:
     id: str | None = None
     status: Literal["ok", "repaired", "truncated"] = "ok"
     issues: list[tuple[str, str]] = field(default_factory=list)
+
+
+class ArgSource(Protocol):
+    """What the machine streams a call from: its certain name, then certain argument text."""
+
+    call_name: str | None
+    call_id: str | None
+    truncated: bool
+    reason: str
+
+    def take_args(self) -> str: ...
+
+    def args_closing(self) -> str: ...
 
 
 class Body:
@@ -569,7 +582,8 @@ class TaggedBody(Body):
                 props = (self.schemas.get(self.name or "") or {}).get("properties") or {}
                 sch = props.get(key) if isinstance(props, Mapping) else None
                 self._st_schema = sch
-                self._st_string = self._st_attr is None and (
+                attr = self._st_attr
+                self._st_string = (attr.strip() == self.spec.string_true) if attr is not None else (
                     sch is None or (isinstance(sch, Mapping) and _schema_types(sch) == {"string"}
                                     and "enum" not in sch and "const" not in sch))
                 close = close_generic.replace("{key}", key) if self._post_has_key else close_generic

@@ -45,7 +45,8 @@ from ..policy import Policy
 from ..profile import Profile
 from ..result import Issue, Result, ToolCall
 from . import values
-from .codecs import Body, ParsedCall, make_body
+from .argstream import JsonArgStream
+from .codecs import ArgSource, Body, ParsedCall, make_body
 from .markers import MarkerSet, Match
 from .scanner import BalancedScanner
 
@@ -143,6 +144,23 @@ class _Region:
     stream_sent: list[str] = field(default_factory=list)
 
 
+class _HarmonySource:
+    """A Harmony call's arguments as they stream: the name came from the message header."""
+
+    def __init__(self, name: str) -> None:
+        self.call_name: str | None = name
+        self.call_id: str | None = None
+        self.args = JsonArgStream(whole_call=False)
+        self.truncated = False
+        self.reason = ""
+
+    def take_args(self) -> str:
+        return self.args.take()
+
+    def args_closing(self) -> str:
+        return self.args.closing()
+
+
 Mode = Literal["content", "undecided", "reasoning", "defer", "region", "skip", "h_header", "h_body",
                "h_call", "h_after"]
 
@@ -198,6 +216,8 @@ class Parser:
         self._h_kind = ""
         self._h_blocks = 0
         self._h_scanner: BalancedScanner | None = None
+        self._h_region: _Region | None = None
+        self._h_src = _HarmonySource("")
         self._h_name = ""
         self._truncated = False
         self._unclosed_reported = False
@@ -623,7 +643,7 @@ class Parser:
         self._end_region()
         return k
 
-    def _stream_call(self, rg: _Region, body: Body) -> None:
+    def _stream_call(self, rg: _Region, body: ArgSource) -> None:
         """Announce the call once its name is certain, then send what its arguments made certain."""
         if rg.stream_idx is None:
             name = body.call_name
@@ -643,7 +663,7 @@ class Parser:
             rg.stream_sent.append(text)
             self._events.append(ToolCallArgsDelta(rg.stream_idx, text))
 
-    def _finish_stream(self, rg: _Region, body: Body | None) -> dict[str, object] | None:
+    def _finish_stream(self, rg: _Region, body: ArgSource | None) -> dict[str, object] | None:
         """Send the rest of a streamed call's arguments; their value (None if nothing was sent)."""
         assert rg.stream_idx is not None
         rest = (body.take_args() + body.args_closing()) if body is not None else ""
@@ -656,7 +676,7 @@ class Parser:
         assert isinstance(value, dict)
         return value
 
-    def _end_started(self, rg: _Region, body: Body, j: int) -> int:
+    def _end_started(self, rg: _Region, body: ArgSource, j: int) -> int:
         """An announced call whose body turned out cut off or malformed: it stays a call."""
         truncated = body.truncated
         code = "truncated_call" if truncated else "invalid_call"
@@ -749,7 +769,7 @@ class Parser:
         """Announce parsed calls; ``pos`` (where the call text ended) locates their issues."""
         for n, c in enumerate(calls):
             if n == 0 and rg.stream_idx is not None:
-                self._end_streamed(rg, c, pos)
+                self._end_streamed(rg, c, pos, rg.body)
             else:
                 self._emit_call(c, pos)
         rg.stream_off = False
@@ -757,11 +777,11 @@ class Parser:
         rg.raw = []
         rg.raw_has_marker = False
 
-    def _end_streamed(self, rg: _Region, c: ParsedCall, pos: int) -> None:
+    def _end_streamed(self, rg: _Region, c: ParsedCall, pos: int, src: ArgSource | None) -> None:
         """The complete body of a call that was announced early: send the rest, then its end."""
         idx = rg.stream_idx
         assert idx is not None
-        args = self._finish_stream(rg, rg.body)
+        args = self._finish_stream(rg, src)
         rg.stream_idx = None
         status: CallStatus = c.status
         if not rg.stream_known:
@@ -902,11 +922,24 @@ class Parser:
                 self._mode = "h_after"
                 return k
             self._h_scanner = BalancedScanner("{[", (('"', '"', True),), self._c.h_after)
+            self._h_region = None
+            if self._stream:
+                self._h_region = _Region("harmony", "")
+                self._h_src = _HarmonySource(self._h_name)
             i = k
         sc = self._h_scanner
         st, j = sc.feed(w, i, final)
+        hrg = self._h_region
+        if hrg is not None and not hrg.stream_off:
+            self._h_src.args.feed(w[i:j])
+            self._stream_call(hrg, self._h_src)
         if st == "more":
             if final:
+                if hrg is not None and hrg.stream_idx is not None:
+                    self._h_src.truncated = True
+                    self._h_src.reason = "arguments cut off"
+                    self._h_scanner = None
+                    return self._end_started(hrg, self._h_src, j)
                 self._truncated = True
                 self._issue("truncated_call", f"{self._h_name}: arguments cut off; dropped", self._at(j))
                 self._mode = "content"
@@ -918,7 +951,15 @@ class Parser:
             args = json.loads(raw)
         except ValueError:
             args = None
-        if not isinstance(args, dict):
+        if hrg is not None and hrg.stream_idx is not None:
+            if not isinstance(args, dict):
+                self._h_src.reason = "arguments are not a JSON object"
+                self._h_scanner = None
+                self._end_started(hrg, self._h_src, j)
+                self._mode = "h_after"
+                return j
+            self._end_streamed(hrg, ParsedCall(self._h_name, args, None, status), self._at(j), self._h_src)
+        elif not isinstance(args, dict):
             self._issue("invalid_call", f"{self._h_name}: arguments are not a JSON object", self._at(j))
         else:
             rg = _Region("harmony", "")
