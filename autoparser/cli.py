@@ -19,7 +19,8 @@ __all__ = ["main"]
 
 _USAGE = """\
 usage: autoparse PATH [--json] [--explain] [--emit FORMAT]   analyse a model dir / template / GGUF
-       autoparse parse --profile NAME|FILE [--tools FILE] [--stream] [--reasoning MODE]
+       autoparse parse --profile NAME|FILE [--tools FILE] [--stream] [--no-stream-arguments]
+                       [--reasoning MODE]
                                                            parse stdin into an OpenAI message (or events)
        autoparse dialects                                  list the builtin dialects
        autoparse scan PATH...                              analyse many models or templates
@@ -90,7 +91,10 @@ def _cmd_parse(argv: list[str], stdin: TextIO, stdout: TextIO) -> int:
     ap.add_argument("--reasoning", choices=["prefilled", "auto", "explicit", "off"])
     ap.add_argument("--strict", action="store_true", help="raise on anything lenient mode repairs")
     ap.add_argument("--stream", action="store_true",
-                    help="print one event per line as JSON while reading stdin")
+                    help="print one event per line as JSON while reading stdin (argument deltas "
+                         "included, merged per chunk read)")
+    ap.add_argument("--no-stream-arguments", action="store_true",
+                    help="announce a tool call only once it is complete (fail-closed)")
     a = ap.parse_args(argv)
     from .openai import message_from_result
 
@@ -102,13 +106,16 @@ def _cmd_parse(argv: list[str], stdin: TextIO, stdout: TextIO) -> int:
                 tools = json.load(f)
         except (OSError, ValueError) as e:
             raise AutoparserError(f"cannot read tools file {a.tools}: {e}") from None
-    p = prof.parser(tools=tools, reasoning=a.reasoning, policy="strict" if a.strict else None)
+    p = prof.parser(tools=tools, reasoning=a.reasoning, policy="strict" if a.strict else None,
+                    stream_arguments=not a.no_stream_arguments)
     if a.stream:
+        from .events import coalesce
+
         for chunk in _stdin_chunks(stdin):
-            for ev in p.feed(chunk):
+            for ev in coalesce(p.feed(chunk)):
                 stdout.write(_event_json(ev) + "\n")
                 stdout.flush()
-        for ev in p.close():
+        for ev in coalesce(p.close()):
             stdout.write(_event_json(ev) + "\n")
         return 0
     p.feed(stdin.read())

@@ -16,9 +16,12 @@ Conventions chosen here (OpenAI's own behaviour where it has one):
   non-empty; ``reasoning_key="reasoning"`` selects the newer vLLM/OpenRouter spelling.
 - Streamed tool-call ``index`` values are OpenAI-visible positions, numbered 0, 1, 2... in the
   order calls start, whatever numbers the engine used, so a client indexing an array never meets
-  a gap. The engine announces a call only once it is complete and never withdraws one, so every
-  streamed call is a call of the result, and any streamed call makes ``finish_reason``
-  ``tool_calls`` (which beats ``length``: the client must run the calls it got).
+  a gap. The engine never withdraws a call it announced, so every streamed call is a call of the
+  result. With ``stream_arguments=True`` (the default) a call is announced once its name is
+  certain and its arguments follow as ``function.arguments`` fragments while the model writes
+  them; a call the output cut off ends with status ``truncated`` and makes ``finish_reason``
+  ``length`` (OpenAI's contract: the last call may be incomplete). Otherwise any streamed call
+  makes it ``tool_calls`` (which beats a token limit hit after complete calls).
 - ``ToolCallEnd`` adds no chunk: OpenAI has no end-of-call delta, and the arguments it carries
   equal the concatenated fragments already sent. Unknown tools (``known=False``) are forwarded
   like any other call; rejecting them is the server's decision, not the wire format's.
@@ -95,7 +98,10 @@ def message_from_result(result: Result, *, reasoning_key: str = _DEFAULT_REASONI
 
 
 def finish_reason(result: Result) -> FinishReason:
-    """``tool_calls`` beats ``length``: a client must run the calls it got even if output was cut."""
+    """``length`` for a call cut off by the end of the output; else ``tool_calls`` beats ``length``:
+    a client must run the complete calls it got even if the output was cut after them."""
+    if any(tc.status == "truncated" for tc in result.tool_calls):
+        return "length"
     if result.tool_calls:
         return "tool_calls"
     if result.finish == "length":
@@ -174,6 +180,7 @@ class ChunkStream:
         self._finished = False
         self._wire: dict[int, int] = {}  # engine call index -> OpenAI index
         self._finish_reason: FinishReason | None = None
+        self._truncated_call = False
 
     # -- public -----------------------------------------------------------------------------------
 
@@ -213,7 +220,9 @@ class ChunkStream:
         out = self.start()
         self._finished = True
         reason: FinishReason
-        if self._wire:
+        if self._truncated_call:
+            reason = "length"
+        elif self._wire:
             reason = "tool_calls"
         elif length:
             reason = "length"
@@ -275,6 +284,8 @@ class ChunkStream:
                 deltas.append({"tool_calls": [{"index": wire, "function": {"arguments": ev.text}}]})
         elif isinstance(ev, ToolCallEnd):
             self._known(ev.index)
+            if ev.status == "truncated":
+                self._truncated_call = True
         else:
             raise TypeError(f"not an autoparser event: {ev!r}")
 

@@ -62,6 +62,27 @@ def test_parse_stream_prints_events(tmp_path: Path) -> None:
     assert events[-1]["arguments"] == {"n": 7}
 
 
+def test_parse_stream_prints_argument_deltas_as_they_come() -> None:
+    import io
+
+    from autoparser.cli import _cmd_parse
+
+    value = "streamed text " * 100
+    text = '<tool_call>\n{"name": "note", "arguments": {"text": "' + value + '"}}\n</tool_call>'
+    out = io.StringIO()
+    # a StringIO stdin is read 256 characters at a time, like a pipe delivering a live model's output
+    assert _cmd_parse(["--profile", "hermes", "--stream"], io.StringIO(text), out) == 0
+    events = [json.loads(line) for line in out.getvalue().splitlines()]
+    kinds = [e["event"] for e in events]
+    assert kinds[0] == "ToolCallStart" and kinds[-1] == "ToolCallEnd"
+    assert kinds.count("ToolCallArgsDelta") >= len(text) // 256 - 1
+    assert json.loads("".join(e["text"] for e in events if e["event"] == "ToolCallArgsDelta")) == {"text": value}
+    out = io.StringIO()
+    assert _cmd_parse(["--profile", "hermes", "--stream", "--no-stream-arguments"], io.StringIO(text), out) == 0
+    kinds = [json.loads(line)["event"] for line in out.getvalue().splitlines()]
+    assert kinds == ["ToolCallStart", "ToolCallArgsDelta", "ToolCallEnd"]
+
+
 def test_unknown_profile_is_a_clear_error() -> None:
     r = run("parse", "--profile", "nosuch", stdin="x")
     assert r.returncode == 1

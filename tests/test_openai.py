@@ -224,8 +224,8 @@ def test_unknown_tool_is_forwarded_like_any_other() -> None:
     assert accumulate(chunks) == message_from_result(res)
 
 
-def test_repaired_and_truncated_calls_still_count_as_calls() -> None:
-    for status in ("repaired", "truncated", "invalid"):
+def test_repaired_and_invalid_calls_still_count_as_calls() -> None:
+    for status in ("repaired", "invalid"):
         events: list[Event] = [
             ToolCallStart(0, "c", "f", True),
             ToolCallArgsDelta(0, '{"a": 1}'),
@@ -234,9 +234,57 @@ def test_repaired_and_truncated_calls_still_count_as_calls() -> None:
         assert stream(events)[-1]["choices"][0]["finish_reason"] == "tool_calls", status
 
 
+def test_truncated_call_finishes_with_length() -> None:
+    events: list[Event] = [
+        ToolCallStart(0, "c", "f", True),
+        ToolCallArgsDelta(0, '{"a": 1}'),
+        ToolCallEnd(0, {"a": 1}, "truncated"),
+    ]
+    assert stream(events)[-1]["choices"][0]["finish_reason"] == "length"
+    res = Result(tool_calls=[ToolCall("f", {"a": 1}, "c", "truncated")], finish="length")
+    assert finish_reason(res) == "length"
+
+
+def _parse_to_chunks(text: str, size: int, **kw: Any) -> tuple[list[dict[str, Any]], Result]:
+    import autoparser
+
+    p = autoparser.get_profile("hermes").parser(**kw)
+    cs = ChunkStream(model=MODEL)
+    chunks = cs.start()
+    for k in range(0, len(text), size):
+        chunks += cs.push(p.feed(text[k:k + size]))
+    chunks += cs.push(p.close())
+    chunks += cs.finish()
+    return chunks, p.result()
+
+
+def test_parser_argument_deltas_reach_the_wire_while_the_model_writes() -> None:
+    value = "abcdefgh" * 50
+    text = '<tool_call>\n{"name": "f", "arguments": {"note": "' + value + '"}}\n</tool_call>'
+    chunks, res = _parse_to_chunks(text, 4)
+    frags = [tc["function"]["arguments"] for d in deltas(chunks) for tc in d.get("tool_calls") or ()
+             if tc.get("function", {}).get("arguments")]
+    assert len(frags) >= 50  # one per feed while the string is written, not one at the end
+    assert json.loads("".join(frags)) == {"note": value}
+    assert accumulate(chunks) == message_from_result(res)
+    assert chunks[-1]["choices"][0]["finish_reason"] == "tool_calls"
+
+
+def test_parser_truncated_call_gives_length_on_the_wire() -> None:
+    text = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris", "da'
+    chunks, res = _parse_to_chunks(text, 3)
+    assert chunks[-1]["choices"][0]["finish_reason"] == "length" == finish_reason(res)
+    msg = accumulate(chunks)
+    assert msg == message_from_result(res)
+    assert json.loads(msg["tool_calls"][0]["function"]["arguments"]) == {"city": "Paris"}
+    chunks, res = _parse_to_chunks(text, 3, stream_arguments=False)
+    assert "tool_calls" not in accumulate(chunks)
+
+
 def test_cut_off_call_text_is_content_and_length_is_reported() -> None:
-    # The engine announces calls only when complete: a call cut off by the token limit never
-    # starts, its raw text comes back as content, and the stream finishes with "length".
+    # With stream_arguments=False the engine announces calls only when complete: a call cut off by
+    # the token limit never starts, its raw text comes back as content, and the stream finishes
+    # with "length".
     raw = '<tool_call>{"name": "f", "arguments": {"a": "tr'
     events: list[Event] = [ContentDelta("Sure. "), ContentDelta(raw)]
     chunks = stream(events, length=True)
