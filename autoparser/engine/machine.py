@@ -222,6 +222,9 @@ class Parser:
         self._truncated = False
         self._unclosed_reported = False
         self._skip_ms = MarkerSet(())
+        self._handlers = {m: getattr(self, "_m_" + m) for m in (
+            "content", "undecided", "reasoning", "defer", "region", "skip", "h_header", "h_body",
+            "h_call", "h_after")}
 
     # -- public API ----------------------------------------------------------------------------
     def feed(self, text: str) -> list[Event]:
@@ -272,18 +275,28 @@ class Parser:
             self._emit_content(w)
             self._pos += len(w)
             return
+        n = len(w)
+        handlers = self._handlers
         while True:
-            mode = self._state()
-            j = getattr(self, "_m_" + self._mode)(w, i, final)
+            if i == n and not final:
+                break  # nothing left to decide on: every handler would wait for more text
+            mode = self._mode
+            rg = self._region
+            rstate = rg.state if rg is not None else ""
+            body = rg.body if rg is not None else None
+            j = handlers[mode](w, i, final)
             if self._push is not None:
                 push = self._push
                 self._push = None
                 w = push + w[j:]
+                n = len(w)
                 base += j - len(push)
                 i = 0
                 continue
-            if j == i and mode == self._state():
-                break
+            if j == i and mode == self._mode:
+                now = self._region
+                if now is rg and (now is None or (now.state == rstate and now.body is body)):
+                    break
             i = j
         self._carry = w[i:]
         self._pos = base + i

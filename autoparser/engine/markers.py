@@ -96,8 +96,7 @@ class MarkerSet:
         if self._re is None:
             return None
         m = self._re.match(text, pos)
-        tail = text[pos:]
-        if not final and len(tail) < self._max and tail in self._prefixes:
+        if not final and len(text) - pos < self._max and text[pos:] in self._prefixes:
             return True
         if m is not None:
             s = m.group()
