@@ -429,6 +429,52 @@ def import_autoparser() -> ModuleType | str:
     return ap
 
 
+def argument_latency(ap: ModuleType, quick: bool) -> list[dict[str, Any]]:
+    """How soon a long string argument reaches the client: fed in 4-character chunks, the characters
+    between the start of the arguments and the first ``ToolCallArgsDelta`` (and the first one that
+    carries the value's own characters), and how many deltas the call took."""
+    events = importlib_events(ap)
+    hermes_value = prose(20 * KB if quick else 200 * KB, random.Random("latency-hermes"))
+    qwen_value = prose(5 * KB if quick else 50 * KB, random.Random("latency-qwen"))
+    hermes_head = '<tool_call>\n{"name": "write_file", "arguments": '
+    hermes = (hermes_head + json.dumps({"content": hermes_value}, ensure_ascii=False) + "}\n</tool_call>")
+    qwen_head = "<tool_call>\n<function=write>\n"
+    qwen = qwen_head + f"<parameter=content>\n{qwen_value}\n</parameter>\n</function>\n</tool_call>"
+    out: list[dict[str, Any]] = []
+    for title, profile, text, start, value in (
+        (f"hermes, {_size(len(hermes_value))} string", "hermes", hermes, len(hermes_head), hermes_value),
+        (f"qwen3-coder, {_size(len(qwen_value))} string parameter", "qwen3-coder", qwen, len(qwen_head),
+         qwen_value),
+    ):
+        p = ap.get_profile(profile).parser()
+        first = first_value = None
+        deltas: list[str] = []
+        for k in range(0, len(text), 4):
+            for e in p.feed(text[k:k + 4]):
+                if isinstance(e, events.ToolCallArgsDelta):
+                    fed = max(0, min(k + 4, len(text)) - start)
+                    deltas.append(e.text)
+                    first = fed if first is None else first
+                    if first_value is None and e.text.strip('{}":, ').replace("content", ""):
+                        first_value = fed
+        for e in p.close():
+            if isinstance(e, events.ToolCallArgsDelta):
+                deltas.append(e.text)
+        try:
+            ok = json.loads("".join(deltas)) == {"content": value}
+        except ValueError:
+            ok = False
+        out.append({"title": title, "profile": profile, "chars": len(text), "first_delta_chars": first,
+                    "first_value_delta_chars": first_value, "deltas": len(deltas), "ok": ok})
+    return out
+
+
+def importlib_events(ap: ModuleType) -> ModuleType:
+    import importlib
+
+    return importlib.import_module(ap.__name__ + ".events")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap_args = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     ap_args.add_argument(
@@ -538,6 +584,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             note = " (quick sizes: indicative only)" if args.quick else ""
             print(f"time per MB, {_size(sizes[-1])} vs {_size(sizes[0])}: {ratio:.2f}x — {verdict}{note}")
         print()
+
+    lat = argument_latency(ap, args.quick)
+    figures["latency"] = lat
+    print("Argument streaming latency: 4-char chunks; characters of argument text fed between the")
+    print("argument's start and its first delta (target < 64), and the number of argument deltas")
+    print_table(
+        ["call", "first delta", "first value delta", "deltas", "check"],
+        [[r["title"], str(r["first_delta_chars"]), str(r["first_value_delta_chars"]), f"{r['deltas']:,}",
+          "ok" if r["ok"] else "WRONG"] for r in lat],
+    )
+    failed += [f"latency {r['title']}" for r in lat if not r["ok"]]
+    print()
 
     if not args.no_analyze:
         an = time_analyze(ap, args.templates, args.quick)

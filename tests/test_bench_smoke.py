@@ -50,3 +50,8 @@ def test_bench_stream_quick(tmp_path: Path) -> None:
     assert {c["chunk"] for c in cells} == {4, 64, 4096}
     assert all(c["mb_per_s"] > 0 for c in cells)
     assert figures["scaling"]["ratio"] is not None
+    lat = figures["latency"]
+    assert {r["profile"] for r in lat} == {"hermes", "qwen3-coder"}
+    for r in lat:
+        assert r["ok"] and r["first_value_delta_chars"] is not None and r["first_value_delta_chars"] < 64, r
+        assert r["deltas"] >= 100, r

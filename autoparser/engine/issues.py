@@ -1,0 +1,68 @@
+"""The issue codes the engine records, each with what it means: the one list of them.
+
+``Issue.code`` is one of these (a ``str`` enum, so comparisons with plain strings keep working).
+docs/engine.md carries the table ``issue_table()`` renders, and a test checks that the doc and
+every code used in ``autoparser/engine`` agree with this list.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+
+__all__ = ["IssueCode", "issue_table"]
+
+
+class IssueCode(str, Enum):
+    """Why lenient mode repaired or flagged something (``policy="strict"`` raises instead)."""
+
+    call_in_reasoning = "call_in_reasoning"
+    coercion_fallback = "coercion_fallback"
+    double_encoded_arguments = "double_encoded_arguments"
+    invalid_call = "invalid_call"
+    invalid_header = "invalid_header"
+    missing_end_marker = "missing_end_marker"
+    partial_value = "partial_value"
+    repaired_arguments = "repaired_arguments"
+    schema_mismatch = "schema_mismatch"
+    stream_mismatch = "stream_mismatch"
+    text_after_call = "text_after_call"
+    truncated_call = "truncated_call"
+    unclosed_reasoning = "unclosed_reasoning"
+    unknown_tool = "unknown_tool"
+
+
+_MEANING: dict[IssueCode, str] = {
+    IssueCode.call_in_reasoning: (
+        "a tool-call marker inside an open reasoning block (deferred, "
+        "ended the block, or kept as reasoning per policy)"
+    ),
+    IssueCode.coercion_fallback: "a tagged parameter value did not fit its schema type; the raw string was kept",
+    IssueCode.double_encoded_arguments: "arguments were a JSON string holding JSON; decoded",
+    IssueCode.invalid_call: (
+        "a call body that is not a call (kept as content "
+        "or dropped per profile), or malformed after it was announced (status `invalid`)"
+    ),
+    IssueCode.invalid_header: "a Harmony message header that never reached its message marker",
+    IssueCode.missing_end_marker: "a call or section was not closed; recovered at the next marker or the end",
+    IssueCode.partial_value: "the last tagged parameter value was cut off and surfaced as is (status `truncated`)",
+    IssueCode.repaired_arguments: "closing brackets were missing before the end marker; added (status `repaired`)",
+    IssueCode.schema_mismatch: "arguments do not match the tool's JSON schema (status `invalid`)",
+    IssueCode.stream_mismatch: (
+        "the complete body parsed to other arguments than "
+        "were streamed; the streamed ones were kept (status `repaired`)"
+    ),
+    IssueCode.text_after_call: "visible text after a tool call",
+    IssueCode.truncated_call: (
+        "the output ended inside a call: kept as "
+        "content/dropped (fail-closed) or a call with status `truncated` (streaming)"
+    ),
+    IssueCode.unclosed_reasoning: "the output ended inside a reasoning block",
+    IssueCode.unknown_tool: "a call to a tool that is not in the request (`known=False`)",
+}
+
+
+def issue_table() -> str:
+    """The markdown table of issue codes, as docs/engine.md carries it."""
+    rows = ["| code | meaning |", "|---|---|"]
+    rows += [f"| `{code.value}` | {_MEANING[code]} |" for code in IssueCode]
+    return "\n".join(rows) + "\n"
