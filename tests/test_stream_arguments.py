@@ -204,3 +204,32 @@ def test_tagged_stream_equals_fail_closed_parse(values: list[str], data: Any) ->
     assert [(c.name, c.arguments) for c in res.tool_calls] == [(c.name, c.arguments) for c in closed.tool_calls]
     if res.tool_calls:
         assert json.loads(sent) == res.tool_calls[0].arguments
+
+
+TOOLS = [{"type": "function", "function": {"name": "known", "parameters": {
+    "type": "object", "properties": {"a": {"type": "string"}}}}}]
+
+
+def test_unknown_tool_dropped_by_policy_is_never_announced() -> None:
+    text = '<tool_call>\n{"name": "other", "arguments": {"a": "' + "z" * 300 + '"}}\n</tool_call>'
+    pol = autoparser.Policy(unknown_tool="drop")
+    events, res = feed_chunks("hermes", text, 4, tools=TOOLS, policy=pol)
+    assert not any(isinstance(e, (ToolCallStart, ToolCallArgsDelta, ToolCallEnd)) for _, e in events)
+    assert res.tool_calls == [] and "unknown_tool" in {i.code for i in res.issues}
+
+
+def test_unknown_tool_forwarded_streams_flagged() -> None:
+    text = '<tool_call>\n{"name": "other", "arguments": {"a": "' + "z" * 300 + '"}}\n</tool_call>'
+    events, res = feed_chunks("hermes", text, 4, tools=TOOLS)
+    starts = [e for _, e in events if isinstance(e, ToolCallStart)]
+    assert [(s.name, s.known) for s in starts] == [("other", False)]
+    assert len([e for _, e in events if isinstance(e, ToolCallArgsDelta)]) > 10
+    assert [(c.name, c.known) for c in res.tool_calls] == [("other", False)]
+
+
+def test_strict_policy_raises_on_a_call_cut_after_its_start() -> None:
+    p = autoparser.get_profile("hermes").parser(policy="strict")
+    p.feed('<tool_call>\n{"name": "f", "arguments": {"a": "b')
+    with pytest.raises(autoparser.ParseError) as info:
+        p.close()
+    assert info.value.code == "truncated_call"
