@@ -112,6 +112,7 @@ class Body:
 
 # -- pattern helpers ---------------------------------------------------------------------------
 
+@lru_cache(maxsize=1024)
 def _lit_regex(lit: str) -> str:
     """A literal where whitespace, and the gap between adjacent tags, match any whitespace."""
     out: list[str] = []
@@ -518,6 +519,37 @@ class NameJsonBody(Body):
 
 # -- tagged key/value parameters ----------------------------------------------------------------
 
+@lru_cache(maxsize=256)
+def _param_parts(param: str) -> tuple[re.Pattern[str], str, str]:
+    """The regex that finds a parameter's opening, and the text around its value (once per pattern)."""
+    key_pre, rest = _split_slot(param, "{key}")
+    has_string = "{string}" in rest
+    if has_string:
+        mid1, rest2 = _split_slot(rest, "{string}")
+        mid2, post = _split_slot(rest2, "{value}")
+    else:
+        mid1, post = _split_slot(rest, "{value}")
+        mid2 = ""
+    key_stop = (mid1.strip(_WS) or ">")[0]
+    rx = _lit_regex(key_pre.strip(_WS)) + r"(?P<key>[^" + re.escape(key_stop) + r"]*?)"
+    if has_string:
+        rx += _lit_regex(mid1.strip(_WS)) + r"(?P<string>[^\"'>]*?)" + _lit_regex(mid2.strip(_WS))
+    else:
+        rx += _lit_regex(mid1.strip(_WS))
+    return re.compile(rx), (mid2 if has_string else mid1), post
+
+
+@lru_cache(maxsize=256)
+def _tagged_ends(trailer: str, stops: tuple[str, ...]) -> MarkerSet:
+    """Where a tagged body ends (built once per shape: a body is made per call)."""
+    return MarkerSet([(trailer, "trailer")] * bool(trailer) + [(m, "stop") for m in stops])
+
+
+@lru_cache(maxsize=256)
+def _compiled_close(close: str, line_values: bool) -> re.Pattern[str]:
+    return re.compile("\n" if line_values else _lit_regex(close))
+
+
 class TaggedBody(Body):
     """``header`` with the name, then ``param`` elements, until ``trailer``; values typed by schema."""
 
@@ -533,9 +565,7 @@ class TaggedBody(Body):
         self.name: str | None = None
         self.phase = "header"
         self.body: list[str] = []
-        t = s.trailer.strip(_WS)
-        self.ends = MarkerSet([(t, "trailer")] if t else [])
-        self.all_ends = MarkerSet([(t, "trailer")] * bool(t) + [(m, "stop") for m in self.stops.markers])
+        self.all_ends = _tagged_ends(s.trailer.strip(_WS), self.stops.markers)
         self._param_re = self._compile_param()
         self.coerce_issues: list[tuple[str, str]] = []
         # argument streaming: the undecided tail of the body, the parameter being read
@@ -587,7 +617,7 @@ class TaggedBody(Body):
                     sch is None or (isinstance(sch, Mapping) and _schema_types(sch) == {"string"}
                                     and "enum" not in sch and "const" not in sch))
                 close = close_generic.replace("{key}", key) if self._post_has_key else close_generic
-                self._st_close = re.compile("\n" if line_values else _lit_regex(close))
+                self._st_close = _compiled_close(close, line_values)
                 # a value may end at its close or at the next parameter: both are held back whole
                 self._st_lits = tuple(x for x in (self.p_open, "" if line_values else close.strip(_WS)) if x)
                 self._st_key = key
@@ -695,27 +725,12 @@ class TaggedBody(Body):
         self._st_done = True
 
     def _compile_param(self) -> re.Pattern[str]:
-        s = self.spec
-        key_pre, rest = _split_slot(s.param, "{key}")
-        has_string = "{string}" in rest
-        if has_string:
-            mid1, rest2 = _split_slot(rest, "{string}")
-            mid2, post = _split_slot(rest2, "{value}")
-        else:
-            mid1, post = _split_slot(rest, "{value}")
-            mid2 = ""
-        self._mid = mid2 if has_string else mid1
-        self._post = post
-        self._post_has_key = "{key}" in post
-        key_stop = (mid1.strip(_WS) or ">")[0]
-        rx = _lit_regex(key_pre.strip(_WS)) + r"(?P<key>[^" + re.escape(key_stop) + r"]*?)"
-        if has_string:
-            rx += _lit_regex(mid1.strip(_WS)) + r"(?P<string>[^\"'>]*?)" + _lit_regex(mid2.strip(_WS))
-        else:
-            rx += _lit_regex(mid1.strip(_WS))
-        return re.compile(rx)
+        rx, self._mid, self._post = _param_parts(self.spec.param)
+        self._post_has_key = "{key}" in self._post
+        return rx
 
     def feed(self, text: str, pos: int, final: bool) -> tuple[Status, int]:
+        whole = self.phase == "header"  # the call may be all in this text: then nothing streams
         if self.phase == "header":
             st, j, slot = self._header_step(self.header, text, pos, final, "no call header")
             if st is not None:
@@ -737,7 +752,10 @@ class TaggedBody(Body):
                 return self._finish_body(pos=safe, complete=False)
             return "more", safe
         self.body.append(text[pos:m.start])
-        if self.streaming:
+        if self.streaming and whole:
+            self._st_frags = []   # complete at once: the machine sends the parsed arguments whole
+            self._st_done = True
+        elif self.streaming:
             self._stream(text[pos:m.start])
             self._stream_end(complete=True)
         if m.kind == "trailer":
