@@ -32,6 +32,10 @@ __all__ = ["ArgSource", "Body", "ParsedCall", "make_body"]
 Status = Literal["more", "done", "reject"]
 _WS = " \t\r\n"
 _MAX_HEADER = 512
+#: characters of a JSON call body scanned before its arguments start streaming (short calls are
+#: sent whole when complete). The shortest head, {"name":"f","arguments":, is 24 characters, so a
+#: long argument's first delta comes within 80 - 24 = 56 characters (plus one chunk) of its start.
+_STREAM_AFTER = 80
 #: a tool name written bare (not inside quotes or a tag attribute): no whitespace or markup
 _BARE_NAME = re.compile(r"[^\s<>\[\]{}()\"'`,;]+\Z")
 
@@ -221,6 +225,15 @@ def _decode_complete(text: str, i: int) -> tuple[Any, int] | None:
         return None
 
 
+@lru_cache(maxsize=64)
+def _call_head(name_keys: tuple[str, ...], args_keys: tuple[str, ...]) -> re.Pattern[str]:
+    """``{"name": "NAME", "arguments": {`` at the start of a call body: a complete name, then the
+    arguments opening (so no id key can come between them)."""
+    alt = "|".join(re.escape(json.dumps(k)) for k in name_keys)
+    args = "|".join(re.escape(json.dumps(k)) for k in args_keys)
+    return re.compile(r'\{\s*(?:' + alt + r')\s*:\s*"([^"\\\x00-\x1f]*)"\s*,\s*(?:' + args + r')\s*:\s*\{')
+
+
 class JsonBody(Body):
     """One JSON object per call, or a JSON array of them."""
 
@@ -228,6 +241,9 @@ class JsonBody(Body):
         super().__init__(*a, **k)
         self.scanner: BalancedScanner | None = None
         self.argstream: JsonArgStream | None = None
+        self._stream_json = False
+        self._held: list[str] = []
+        self._held_len = 0
 
     def take_args(self) -> str:
         return self.argstream.take() if self.argstream is not None else ""
@@ -235,7 +251,23 @@ class JsonBody(Body):
     def args_closing(self) -> str:
         return self.argstream.closing() if self.argstream is not None else ""
 
+    def _transcode_held(self) -> JsonArgStream:
+        sp = self.spec
+        ast = self.argstream = JsonArgStream(
+            whole_call=True, name_keys=tuple(sp.name_keys), args_keys=tuple(sp.args_keys),
+            id_keys=tuple(sp.id_keys), function_key=sp.function_key or "", name_as_key=sp.name_as_key,
+            name_ok=self._name_ok)
+        ast.feed("".join(self._held))
+        self._held = []
+        return ast
+
     def feed(self, text: str, pos: int, final: bool) -> tuple[Status, int]:
+        st, j = self._feed(text, pos, final)
+        if st == "reject" and self.call_name is not None and self.argstream is None and self._stream_json:
+            self._transcode_held()  # an announced call stays a call: with what its text made certain
+        return st, j
+
+    def _feed(self, text: str, pos: int, final: bool) -> tuple[Status, int]:
         if self.scanner is None:
             i = pos
             while i < len(text) and text[i] in _WS:
@@ -256,13 +288,7 @@ class JsonBody(Body):
                     self.calls = calls
                     return "done", j
                 self.scanner = BalancedScanner("{[", (('"', '"', True),), self.stops)
-                if self.streaming and first == "{":
-                    sp = self.spec
-                    self.argstream = JsonArgStream(
-                        whole_call=True, name_keys=tuple(sp.name_keys), args_keys=tuple(sp.args_keys),
-                        id_keys=tuple(sp.id_keys),
-                        function_key=sp.function_key or "", name_as_key=sp.name_as_key,
-                        name_ok=self._name_ok)
+                self._stream_json = self.streaming and first == "{"
                 pos = i
             else:
                 return self._reject(f"call body starts with {first!r}, not JSON", i)
@@ -270,10 +296,24 @@ class JsonBody(Body):
         ast = self.argstream
         if ast is not None:
             ast.feed(text[pos:j])
+        elif self._stream_json:
+            # A short body is only scanned: most calls end within a few feeds and are then sent
+            # whole. Transcoding starts once the body is long enough for a client to wait on it,
+            # or when the stream ends inside it (an announced, truncated call).
+            self._held.append(text[pos:j])
+            self._held_len += j - pos
+            if self.call_name is None and not self.spec.name_as_key:
+                # the common layout names the call before its arguments open: announce it then
+                head = _call_head(tuple(self.spec.name_keys), tuple(self.spec.args_keys)).match(
+                    "".join(self._held))
+                if head is not None and self._name_ok(head.group(1)):
+                    self.call_name = head.group(1)
+            if st == "more" and (self._held_len > _STREAM_AFTER or final):
+                ast = self._transcode_held()
+        if ast is not None and ast.name is not None and (ast.started or not self.spec.id_keys):
             # the name is certain once complete; the call is announced when its arguments begin
             # (or at once when the name is all there is to wait for)
-            if ast.name is not None and (ast.started or not self.spec.id_keys):
-                self.call_name, self.call_id = ast.name, ast.call_id
+            self.call_name, self.call_id = ast.name, ast.call_id
         if st == "more":
             if final:
                 # uniform end-of-stream recovery: a list of complete calls missing only its ']'
