@@ -29,6 +29,8 @@ from enum import Enum
 __all__ = ["JsonArgStream"]
 
 _RUN = re.compile(r'[^"\\\x00-\x1f]+')
+#: in a streamed value, escapes written exactly as json.dumps writes them pass through unchanged
+_EMIT_RUN = re.compile(r'[^"\\\x00-\x1f]*(?:\\["\\bfnrt][^"\\\x00-\x1f]*)*')
 _WS = " \t\r\n"
 _SCALAR_END = frozenset(",}] \t\r\n")
 _HEX = frozenset("0123456789abcdefABCDEF")
@@ -166,8 +168,8 @@ class JsonArgStream:
             hi = self._hi
             self._hi = ""
             self._decoded(hi)
-        m = _RUN.match(text, i)
-        if m is not None:
+        m = (_EMIT_RUN if self._str_kind == "emit" else _RUN).match(text, i)
+        if m is not None and m.end() > i:
             run = m.group()
             self._str_text(run)
             return m.end()
