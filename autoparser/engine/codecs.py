@@ -279,8 +279,10 @@ class JsonBody(Body):
             first = text[i]
             arr = self.spec.array
             if (first == "{" and arr != "require") or (first == "[" and arr != "never"):
-                fast = _decode_complete(text, i)
-                if fast is not None:  # the whole value is here: let the C decoder find its end
+                # the whole value may be here (it cannot be without a closing bracket): then the
+                # C decoder finds its end
+                fast = _decode_complete(text, i) if text.find("]" if first == "[" else "}", i) >= 0 else None
+                if fast is not None:
                     value, j = fast
                     calls = self._calls_from(value)
                     if calls is None:
