@@ -42,7 +42,9 @@ class ContentDelta(Event):
 
 @dataclass(frozen=True, slots=True)
 class ToolCallStart(Event):
-    """A call whose name is complete. ``known`` is False when tools were given and this is not one."""
+    """A call whose name is complete and that can no longer turn out not to be a call.
+
+    ``known`` is False when tools were given and this is not one."""
 
     index: int
     id: str
@@ -52,7 +54,8 @@ class ToolCallStart(Event):
 
 @dataclass(frozen=True, slots=True)
 class ToolCallArgsDelta(Event):
-    """A fragment of the call's arguments as JSON text; a call's fragments concatenate to valid JSON."""
+    """A fragment of the call's arguments as JSON text; a call's fragments concatenate to valid JSON,
+    and what was sent so far, with its open string and brackets closed, is valid JSON too."""
 
     index: int
     text: str
@@ -62,10 +65,10 @@ class ToolCallArgsDelta(Event):
 class ToolCallEnd(Event):
     """The call is finished; ``arguments`` equals the JSON of its ``ToolCallArgsDelta`` texts.
 
-    Calls are announced only once complete, so every started call ends in the result:
-    ``ok``; ``repaired`` (closing brackets added, bounded by the end marker); ``truncated`` (a
-    dialect whose peers surface a cut-off last value, flagged); ``invalid`` (arguments do not
-    match the tool's schema; forwarded, flagged).
+    Every started call ends, and is in the result: ``ok``; ``repaired`` (closing brackets added,
+    bounded by the end marker); ``truncated`` (the output ended inside a call already announced,
+    or a dialect whose peers surface a cut-off last value; flagged); ``invalid`` (malformed after
+    it was announced, or arguments that do not match the tool's schema; forwarded, flagged).
     """
 
     index: int

@@ -18,12 +18,13 @@ def parse(
     tools: object = None,
     reasoning: str | None = None,
     policy: Policy | str | None = None,
-    stream_arguments: bool = True,
+    stream_arguments: bool = False,
 ) -> Result:
     """Parse a complete model output with a profile or a dialect name.
 
-    ``stream_arguments`` is the parser's (``Profile.parser``): with False a call cut off by the end
-    of the output stays text instead of becoming a call with status ``truncated``.
+    ``stream_arguments`` is the parser's (``Profile.parser``), but fail-closed by default here: a
+    whole output gains nothing from calls announced early, and a call cut off by its end stays
+    text (pass True to get it as a call with status ``truncated``, as a streaming client would).
     """
     prof = get_profile(profile) if isinstance(profile, str) else profile
     if not isinstance(prof, Profile):

@@ -50,7 +50,7 @@ def run_vectors(prof: autoparser.Profile, cases: list[dict[str, Any]]) -> tuple[
         try:
             results = []
             for chunks in ([case["input"]], list(case["input"])):
-                p = prof.parser(tools=case.get("tools"), reasoning=reasoning)
+                p = prof.parser(tools=case.get("tools"), reasoning=reasoning, stream_arguments=False)
                 for ch in chunks:
                     p.feed(ch)
                 p.close()

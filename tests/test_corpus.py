@@ -158,4 +158,7 @@ def test_parse_function(case: dict[str, Any]) -> None:
     res = autoparser.parse(chunks, autoparser.get_profile(case["dialect"]), **kwargs)
     assert normalize(summarize(res)) == want, f"{case['id']}: autoparser.parse(list of chunks, profile)"
     res = autoparser.parse(chunks, case["dialect"], tools=case["tools"], reasoning=case["reasoning"])
-    assert normalize(summarize(res)) == run_chunked(case, [case["input"]], True), "default: streaming"
+    assert normalize(summarize(res)) == want, "default: fail-closed"
+    res = autoparser.parse(chunks, case["dialect"], tools=case["tools"], reasoning=case["reasoning"],
+                           stream_arguments=True)
+    assert normalize(summarize(res)) == run_chunked(case, [case["input"]], True), "streaming"

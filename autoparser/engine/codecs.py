@@ -8,8 +8,11 @@ text it has consumed:
 * ``done``   the body ended just before the returned index; ``calls`` holds what it said;
 * ``reject`` this is not a call (``truncated`` tells whether the stream merely ended too soon).
 
-Name/argument extraction happens once per call, on the complete body, so the cost is linear and
-the argument text handed to the machine is always a complete JSON object.
+Name/argument extraction happens once per call, on the complete body, so the cost is linear.
+With ``streaming`` on, a codec also reports the call's name once it is certain (``call_name``)
+and argument JSON text no later text can change (``take_args``; ``args_closing`` closes it):
+JSON bodies through ``argstream.JsonArgStream``, tagged bodies parameter by parameter. The
+machine announces and streams from these; the complete body's parse still decides the end.
 """
 
 from __future__ import annotations

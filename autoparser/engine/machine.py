@@ -8,7 +8,9 @@ Rules of this file:
 * Nothing emitted is ever taken back. Text is held only while it may still be part of a marker,
   while a tool call is incomplete, or while a reasoning block has not yet said whether the call
   it contains is a call (``call_in_reasoning="defer"``). A call is announced (``ToolCallStart``)
-  only once it is complete and valid, so no client ever sees a call that is later withdrawn.
+  once its name is certain (``stream_arguments=True``: then its arguments stream, as fragments
+  a codec has made certain) or once it is complete and valid (``False``); either way a call once
+  announced stays a call: cut off or malformed, it ends with status ``truncated``/``invalid``.
 * Decisions depend on the text, never on where chunks were cut: every handler either makes a
   decision that the full text would also make at that point, or waits for more text. Hence the
   coalesced events of any chunking equal those of the whole text.
@@ -17,8 +19,8 @@ Theory of operation. The parser owns one small working string: what it held back
 (``_carry``, never longer than the longest marker or the current call's unconsumed tail) plus
 the new chunk. A *mode* handler consumes from an index and returns the next index; a handler that
 cannot decide returns the same index and the rest becomes the carry. Handlers change ``_mode``
-(content, undecided, reasoning, defer, region, skip, and Harmony's header/body/call) by the
-table in ``_HANDLERS``. A handler that discovers that text it consumed was not what it looked
+(content, undecided, reasoning, defer, region, skip, and Harmony's header/body/call); the
+table ``_handlers`` maps each mode to its handler. A handler that discovers that text it consumed was not what it looked
 like (a rejected tool call) pushes that text back (``_push``) to be read again as content.
 ``close()`` runs the handlers once more with ``final=True`` so that everything pending is
 decided, then applies the end-of-stream rules.
