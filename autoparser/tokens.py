@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import codecs
 import json
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -290,6 +291,9 @@ def load(path: str | Path) -> TokenTable:
 
 # -- profiles ---------------------------------------------------------------------------------------
 
+_PATTERN_GAPS = re.compile(r"\{[a-z_]+\}|\s+")
+
+
 def profile_markers(profile: Profile) -> tuple[str, ...]:
     """Every marker string the parser matches for ``profile`` (section, call, reasoning, strip,
     message markers and codec delimiters), in a stable order."""
@@ -302,7 +306,9 @@ def profile_markers(profile: Profile) -> tuple[str, ...]:
                 *t.lookahead_open]
         for c in (t.codec, t.alt_codec):
             if c is not None:
-                out += [c.header, c.trailer, c.param, *(d for pair in c.string_delims for d in pair)]
+                for pattern in (c.header, c.trailer, c.param):  # literal parts, between slots and spaces
+                    out += _PATTERN_GAPS.split(pattern)
+                out += [d for pair in c.string_delims for d in pair]
     if m is not None:
         out += [m.start, m.channel, m.message, *m.ends, m.constrain]
     return tuple(dict.fromkeys(s for s in out if s))
