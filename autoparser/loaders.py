@@ -106,7 +106,6 @@ def from_transformers(tokenizer: Any, *, known: bool = True) -> Profile:
 def _from_path(path: str | Path, known: bool) -> Profile:
     from .derive import analyze
     from .templates.sources import load_source
-
     from .tokens import with_special_markers
 
     src = load_source(Path(path))

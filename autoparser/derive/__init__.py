@@ -220,7 +220,6 @@ def load(path: str | Path, *, known: bool = True) -> Profile:
             raise AutoparserError(f"cannot read {p}: {e.strerror}") from None
         return Profile.from_json(text)
     from ..templates.sources import load_source
-
     from ..tokens import with_special_markers
 
     src = load_source(p)

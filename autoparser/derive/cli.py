@@ -123,8 +123,8 @@ def _summary(out: TextIO, src: Any, an: Any) -> None:
     if p.strip:
         w(f"  stripped     {' '.join(p.strip)}\n")
     if p.special_markers:
-        w(f"  tokens       {' '.join(p.special_markers)} are single special tokens"
-          " (token mode matches them only as tokens)\n")
+        w(f"  tokens       {' '.join(p.special_markers)}  (single special tokens of the vocabulary:"
+          " token mode matches them only as tokens)\n")
     if p.field_confidence:
         w("  per field    " + ", ".join(f"{k} {v:.2f}" for k, v in sorted(p.field_confidence.items())) + "\n")
     w("  evidence\n")
