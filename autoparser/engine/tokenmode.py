@@ -28,13 +28,14 @@ import dataclasses
 import heapq
 import json
 import re
+import sys
 from bisect import bisect_left
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from ..errors import OptionError, ParseError
-from ..events import Event, ToolCallArgsDelta
+from ..events import ContentDelta, Event, ReasoningDelta, ToolCallArgsDelta
 from ..policy import Policy
 from ..profile import Profile
 from ..result import Issue, Result
@@ -69,6 +70,7 @@ class _View:
     tokens: tuple[str, ...]              # the tokens with a sentinel, longest first
     longest: int
     sentinel_re: re.Pattern[str]
+    lookalike_re: re.Pattern[str]        # any of ``tokens`` starting here (overlaps found too)
 
 
 def _used(profile: Profile, special: frozenset[str]) -> tuple[str, ...]:
@@ -116,7 +118,8 @@ def _view(profile: Profile, special: frozenset[str]) -> _View | None:
         assert isinstance(respelled, Profile)
         view = _View(respelled, sentinel, {ord(s): t for t, s in sentinel.items()},
                      {ord(s): json.dumps(t, ensure_ascii=False)[1:-1] for t, s in sentinel.items()},
-                     used, len(used[0]), re.compile("[" + "".join(sentinel.values()) + "]"))
+                     used, len(used[0]), re.compile("[" + "".join(sentinel.values()) + "]"),
+                     re.compile("(?=(" + pattern.pattern + "))"))
     cache[special] = view
     return view
 
@@ -145,6 +148,7 @@ class TokenParser(Parser):
         self.source_profile = profile
         self._view = view
         self._tail = ""             # the end of the current ordinary run (look-alikes across chunks)
+        self._keep = 1 - view.longest if view.longest > 1 else sys.maxsize  # w[keep:] is the tail
         self._orig = 0              # characters fed so far, as given
         self._fed = 0               # characters fed to the machine
         self._at_sentinel: list[int] = []   # machine positions of the sentinels fed
@@ -153,40 +157,49 @@ class TokenParser(Parser):
 
     # -- input ------------------------------------------------------------------------------------
     def feed(self, text: str, special: bool = False) -> list[Event]:
-        if not isinstance(text, str):
-            return super().feed(text)  # the machine's own TypeError
+        if special or type(text) is not str:
+            return self._feed_special(text) if isinstance(text, str) else super().feed(text)
         v = self._view
-        if special:
-            self._tail = ""
-            mark = None if self._accept else v.sentinel.get(text)
-            if mark is not None:
-                self._at_sentinel.append(self._fed)
-                self._extra.append((self._extra[-1] if self._extra else 0) + len(text) - 1)
-                return self._forward(mark, len(text))
-            return self._forward(text, len(text))
-        self._find_lookalikes(text)
+        # the common case inline: ordinary text with no look-alike and no noncharacter
+        tail = self._tail
+        w = tail + text if tail else text
+        self._tail = w[self._keep:]
+        if v.lookalike_re.search(w) is not None:
+            self._find_lookalikes(w, len(tail))
         if not self._accept and v.sentinel_re.search(text):
             # a noncharacter in the output: it would read as a marker, so it is replaced
             for m in v.sentinel_re.finditer(text):
                 self._lookalikes.append(Issue("noncharacter", "a Unicode noncharacter in the output was "
                                               "replaced by U+FFFD", self._orig + m.start()))
             return self._forward(v.sentinel_re.sub("\ufffd", text), len(text))
-        return self._forward(text, len(text))
+        self._orig += len(text)
+        self._fed += len(text)
+        try:
+            events = Parser.feed(self, text)
+        except ParseError as exc:
+            raise self._moved(exc) from None
+        return self._out(events) if events and self._at_sentinel else events
 
-    def _find_lookalikes(self, text: str) -> None:
-        v = self._view
-        w = self._tail + text
-        start = self._orig - len(self._tail)
-        found: list[tuple[int, str]] = []
-        for token in v.tokens:
-            k = w.find(token, max(0, len(self._tail) - len(token) + 1))
-            while k >= 0:
-                found.append((k, token))
-                k = w.find(token, k + 1)
-        self._tail = w[-(v.longest - 1):] if v.longest > 1 else ""
+    def _feed_special(self, text: str) -> list[Event]:
+        self._tail = ""  # a look-alike cannot span a special token
+        mark = None if self._accept else self._view.sentinel.get(text)
+        if mark is None:
+            return self._forward(text, len(text))
+        self._at_sentinel.append(self._fed)
+        self._extra.append((self._extra[-1] if self._extra else 0) + len(text) - 1)
+        return self._forward(mark, len(text))
+
+    def _find_lookalikes(self, w: str, tail: int) -> None:
+        """Record the look-alikes in ``w`` (the last ``tail`` characters of earlier text, then the
+        new chunk): the longest token at each position, except those that ended in the tail
+        (reported with the chunk they ended in)."""
+        start = self._orig - tail
         action = "read as the marker" if self._accept else "kept as text"
-        for k, token in sorted(found):
-            pos = start + k
+        for m in self._view.lookalike_re.finditer(w):
+            token = m.group(1)
+            if m.start() + len(token) <= tail:
+                continue
+            pos = start + m.start()
             msg = f"{token!r} written as ordinary text, not as the special token; {action}"
             self._lookalikes.append(Issue("lookalike_marker", msg, pos))
             if self.policy.lookalike_marker == "raise":
@@ -230,10 +243,13 @@ class TokenParser(Parser):
         return v
 
     def _out(self, events: list[Event]) -> list[Event]:
-        if self._accept:
+        if self._accept or not self._at_sentinel:  # the machine can only emit sentinels it was fed
             return events
         out: list[Event] = []
         for e in events:
+            if isinstance(e, ContentDelta | ReasoningDelta):
+                out.append(type(e)(self._text(e.text)) if self._view.sentinel_re.search(e.text) else e)
+                continue
             changes: dict[str, Any] = {}
             for f in dataclasses.fields(e):  # type: ignore[arg-type]
                 x = getattr(e, f.name)
