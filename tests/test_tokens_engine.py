@@ -269,3 +269,17 @@ def test_lookalikes_mixed_with_real_special_pieces(stream: Any, cuts: list[int])
     for e in events:
         if isinstance(e, ToolCallArgsDelta):
             json.loads(e.text)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
+def test_accept_reads_lookalikes_as_text_mode_does(case: dict[str, Any]) -> None:
+    """Under ``accept`` (grammar-forced output) ordinary text parses as in text mode; the
+    look-alikes are still recorded."""
+    prof = get_profile(case["dialect"])
+    special = special_set(prof)
+    events, res = run(prof, [(case["input"], False)], special, policy=Policy(lookalike_marker="accept"),
+                      **_kwargs(case))
+    ref_events, ref = run(prof, [(case["input"], False)], **_kwargs(case))
+    assert events == ref_events
+    assert (res.content, res.reasoning, res.tool_calls) == (ref.content, ref.reasoning, ref.tool_calls)
+    assert [i for i in res.issues if i.code != "lookalike_marker"] == ref.issues
