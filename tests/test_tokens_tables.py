@@ -121,3 +121,21 @@ def test_cli_summary_shows_special_markers(tmp_path: Path) -> None:
     assert main_analyze([str(TINY), "--no-save"], out) == 0
     line = [x for x in out.getvalue().splitlines() if x.startswith("  tokens")]
     assert line and "<|im_end|>" in line[0]
+
+
+def test_transformers_tokenizer_gives_the_same_table() -> None:
+    transformers = pytest.importorskip("transformers")
+    from autoparser.tokens import from_transformers
+
+    table = from_transformers(transformers.AutoTokenizer.from_pretrained(str(TINY)))
+    hf = from_hf(TINY)
+    assert (table.strings, table.control, table.vocab) == (hf.strings, hf.control, hf.vocab)
+
+
+def test_load_records_special_markers_from_the_source() -> None:
+    import autoparser
+
+    prof = autoparser.load(TINY)
+    assert prof.special_markers == tuple(m for m in profile_markers(prof) if m in from_hf(TINY).strings)
+    assert "<|im_end|>" in prof.special_markers
+    assert any(e.startswith("token mode: ") for e in prof.evidence)
