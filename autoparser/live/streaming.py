@@ -14,7 +14,8 @@ Token mode (the default, ``tokens=True``): the parser is fed from GenAI's token 
 flagged with whether it is one special token (``autoparser.tokens`` decodes the ids, holding bytes
 until they form whole characters), so a marker that is a special token of this vocabulary counts
 only when the model emitted that token; the same characters written as ordinary tokens are text
-with a ``lookalike_marker`` issue. ``tokens=False`` streams GenAI's ``TextStreamer`` text instead.
+with a ``lookalike_marker`` issue. ``tokens=False`` streams GenAI's ``TextStreamer`` text instead
+(as does a GenAI without ``StreamerBase`` or a tokenizer without ``get_vocab``).
 
 Both stream with ``skip_special_tokens=False``: the parser must see markers that are special
 tokens (``<|im_end|>``, and in other models ``<tool_call>`` or ``<think>``), and the profile strips
@@ -129,7 +130,9 @@ def _prepare(
     prof = live.profile_for(profile)
     if reasoning is None and prefill and _opens_reasoning(prof, prefill):
         reasoning = "prefilled"  # the prompt itself opened the block: the output starts inside it
-    table = live.token_table() if tokens else None
+    # token mode needs GenAI's StreamerBase and a tokenizer that lists its vocabulary
+    can = hasattr(ov, "StreamerBase") and hasattr(live.tokenizer, "get_vocab")
+    table = live.token_table() if tokens and can else None
     parser: StreamParser = prof.parser(tools=tools, reasoning=reasoning, policy=policy,
                                        special_tokens=table.strings if table is not None else None)
     config, restore = _config(ov, generation_config)
