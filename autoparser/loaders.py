@@ -94,6 +94,9 @@ def from_transformers(tokenizer: Any, *, known: bool = True) -> Profile:
     prof = analyze(template, _token_text(getattr(tokenizer, "bos_token", None)),
                    _token_text(getattr(tokenizer, "eos_token", None)), known=known,
                    special_tokens=special_t, model_id=model_id)
+    from .tokens import with_special_markers
+
+    prof = with_special_markers(prof, special_t, "the tokenizer")
     rt = getattr(tokenizer, "response_template", None)
     if isinstance(rt, Mapping):
         prof = dataclasses.replace(prof, evidence=(*prof.evidence, *_response_template_evidence(prof, rt)))
@@ -103,10 +106,12 @@ def from_transformers(tokenizer: Any, *, known: bool = True) -> Profile:
 def _from_path(path: str | Path, known: bool) -> Profile:
     from .derive import analyze
     from .templates.sources import load_source
+    from .tokens import with_special_markers
 
     src = load_source(Path(path))
-    return analyze(src.template_for(tools=True), src.bos_token, src.eos_token, known=known,
+    prof = analyze(src.template_for(tools=True), src.bos_token, src.eos_token, known=known,
                    special_tokens=src.special_tokens, model_id=src.model_id)
+    return with_special_markers(prof, src.special_tokens, src.kind)
 
 
 def from_gguf(path: str | Path, *, known: bool = True) -> Profile:

@@ -37,6 +37,11 @@ class Policy:
     unclosed_reasoning: Literal["reasoning", "raise"] = "reasoning"
     #: arguments that do not validate against the tool's schema: keep the call, status ``invalid``.
     schema_mismatch: Literal["flag", "raise"] = "flag"
+    #: token mode (``special_tokens=``): ordinary text spelling a marker that is a special token.
+    #: ``content`` keeps it as text (content, reasoning or argument text, wherever it is) and
+    #: records a ``lookalike_marker`` issue; ``accept`` reads it as the marker (output forced by a
+    #: grammar that spells markers as ordinary tokens), still recording the issue.
+    lookalike_marker: Literal["content", "accept", "raise"] = "content"
 
     @classmethod
     def strict(cls) -> Policy:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import types
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Union, get_args, get_origin, get_type_hints
 
@@ -177,6 +177,9 @@ class Profile:
     confidence: float = 1.0
     field_confidence: Mapping[str, float] = field(default_factory=dict)
     evidence: tuple[str, ...] = ()
+    #: markers that are single special tokens of the source's vocabulary (``autoparser.tokens``):
+    #: a fact about the tokenizer, not the wire format, so ``wire_format()`` leaves it out
+    special_markers: tuple[str, ...] = ()
 
     # -- behaviour --------------------------------------------------------------------------
     def parser(
@@ -185,12 +188,24 @@ class Profile:
         reasoning: str | None = None,
         policy: Policy | str | None = None,
         stream_arguments: bool = True,
+        special_tokens: Iterable[str] | None = None,
     ) -> Parser:
         """A fresh streaming parser for one model response.
 
         ``stream_arguments=True`` announces a call once its name is certain and streams its
         arguments; ``False`` announces a call only when it is complete and valid (fail-closed).
+
+        ``special_tokens`` (the special-token strings of the model's vocabulary) turns on token
+        mode: feed each chunk with ``special=True`` when it is the text of one special token, and a
+        marker that is a special token then matches only as one (``autoparser.engine.tokenmode``).
         """
+        if special_tokens is not None:
+            from .engine.tokenmode import token_parser
+
+            found = token_parser(self, special_tokens, tools=tools, reasoning=reasoning, policy=policy,
+                                 stream_arguments=stream_arguments)
+            if found is not None:
+                return found
         from .engine.machine import Parser
 
         return Parser(self, tools=tools, reasoning=reasoning, policy=policy,
@@ -200,7 +215,7 @@ class Profile:
         """The fields that decide how text is parsed (no names, evidence or confidence)."""
         d = self.to_dict()
         for k in ("name", "version", "description", "families", "runtime_names", "confidence",
-                  "field_confidence", "evidence"):
+                  "field_confidence", "evidence", "special_markers"):
             d.pop(k, None)
         return d
 

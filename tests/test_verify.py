@@ -475,7 +475,7 @@ def test_live_verify_four_dialects() -> None:
               if not p["passed"]]
     assert code == 0 and not failed, failed
     ids = [p["id"] for p in report["probes"]]
-    assert len(ids) == 17 and sum(p["kind"] == "call" for p in report["probes"]) == 8
+    assert len(ids) == 18 and sum(p["kind"] == "call" for p in report["probes"]) == 8  # + the look-alike probe
     for p in report["probes"]:
         assert {c["name"]: c["ok"] for c in p["checks"]}["live == whole"]
         if p["kind"] == "call":

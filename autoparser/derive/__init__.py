@@ -220,10 +220,12 @@ def load(path: str | Path, *, known: bool = True) -> Profile:
             raise AutoparserError(f"cannot read {p}: {e.strerror}") from None
         return Profile.from_json(text)
     from ..templates.sources import load_source
+    from ..tokens import with_special_markers
 
     src = load_source(p)
-    return analyze(src.template_for(tools=True), src.bos_token, src.eos_token, known=known,
+    prof = analyze(src.template_for(tools=True), src.bos_token, src.eos_token, known=known,
                    special_tokens=src.special_tokens, model_id=src.model_id)
+    return with_special_markers(prof, src.special_tokens, src.kind)
 
 
 def detect(chat_template: str | None = None, model_id: str | None = None, *, known: bool = True,

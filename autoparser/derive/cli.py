@@ -22,6 +22,9 @@ def _analyze_path(path: str, known: bool) -> tuple[Any, Any]:
     src = load_source(Path(path))
     an = analyze_detailed(src.template_for(tools=True), src.bos_token, src.eos_token, known=known,
                           special_tokens=src.special_tokens, model_id=src.model_id)
+    from ..tokens import with_special_markers
+
+    an.profile = with_special_markers(an.profile, src.special_tokens, src.kind)
     return src, an
 
 
@@ -119,6 +122,9 @@ def _summary(out: TextIO, src: Any, an: Any) -> None:
             w(f"  trailer      {c.trailer!r}\n")
     if p.strip:
         w(f"  stripped     {' '.join(p.strip)}\n")
+    if p.special_markers:
+        w(f"  tokens       {' '.join(p.special_markers)}  (single special tokens of the vocabulary:"
+          " token mode matches them only as tokens)\n")
     if p.field_confidence:
         w("  per field    " + ", ".join(f"{k} {v:.2f}" for k, v in sorted(p.field_confidence.items())) + "\n")
     w("  evidence\n")

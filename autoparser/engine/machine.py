@@ -229,7 +229,9 @@ class Parser:
             "h_call", "h_after")}
 
     # -- public API ----------------------------------------------------------------------------
-    def feed(self, text: str) -> list[Event]:
+    def feed(self, text: str, special: bool = False) -> list[Event]:
+        """Parse the next chunk. ``special`` (whether it is one special token) matters only in
+        token mode (``profile.parser(special_tokens=...)``, ``tokenmode.py``); here it is ignored."""
         if not isinstance(text, str):
             raise TypeError(f"feed() takes str, got {type(text).__name__}; decode bytes first "
                             "(e.g. chunk.decode('utf-8'))")

@@ -22,6 +22,7 @@ from autoparser.live.model import default_model_path, is_gguf, read_gguf_metadat
 
 if TYPE_CHECKING:
     from autoparser.profile import Profile
+    from autoparser.tokens import TokenTable
 
 __all__ = ["LivePipeline", "detect_profile", "load_pipeline", "resolve_profile", "with_end_markers"]
 
@@ -49,6 +50,15 @@ class LivePipeline:
     profile: Profile | None
     profile_source: str
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _token_table: TokenTable | None = field(default=None, repr=False)
+
+    def token_table(self) -> TokenTable:
+        """The tokenizer's special tokens and vocabulary (for token mode), read once."""
+        if self._token_table is None:
+            from autoparser.tokens import from_openvino
+
+            self._token_table = from_openvino(self.tokenizer)
+        return self._token_table
 
     def render(
         self,

@@ -10,6 +10,13 @@ Two forms over the same plumbing:
   arrive (GenAI's own callback style); :class:`ParsingStreamer` is the piece that does it and can
   be passed to ``LLMPipeline.generate`` directly via its ``ov_streamer``.
 
+Token mode (the default, ``tokens=True``): the parser is fed from GenAI's token ids, each piece
+flagged with whether it is one special token (``autoparser.tokens`` decodes the ids, holding bytes
+until they form whole characters), so a marker that is a special token of this vocabulary counts
+only when the model emitted that token; the same characters written as ordinary tokens are text
+with a ``lookalike_marker`` issue. ``tokens=False`` streams GenAI's ``TextStreamer`` text instead
+(as does a GenAI without ``StreamerBase`` or a tokenizer without ``get_vocab``).
+
 Both stream with ``skip_special_tokens=False``: the parser must see markers that are special
 tokens (``<|im_end|>``, and in other models ``<tool_call>`` or ``<think>``), and the profile strips
 end-of-turn markers so they never reach users as content. Neither form loses events on failure:
@@ -35,6 +42,7 @@ from autoparser.result import Result
 if TYPE_CHECKING:
     from autoparser.policy import Policy
     from autoparser.profile import Profile
+    from autoparser.tokens import TokenDecoder
 
 __all__ = [
     "DEFAULT_MAX_NEW_TOKENS",
@@ -50,12 +58,13 @@ _DETOKENIZATION = {"skip_special_tokens": False}
 
 Prompt = str | Sequence[Mapping[str, Any]]
 OnEvent = Callable[[Event], object]
+OnPiece = Callable[[str, bool], Any]
 
 
 class StreamParser(Protocol):
     """The part of autoparser's Parser this module uses."""
 
-    def feed(self, text: str) -> list[Event]: ...
+    def feed(self, text: str, special: bool = False) -> list[Event]: ...
 
     def close(self) -> list[Event]: ...
 
@@ -74,6 +83,8 @@ class LiveRun:
     finish_reason: str | None
     num_generated_tokens: int | None
     seconds: float
+    #: what the parser was fed: ``(text, special)`` per piece (``special`` is always False in text mode)
+    pieces: list[tuple[str, bool]] = field(default_factory=list)
 
     @property
     def text(self) -> str:
@@ -95,6 +106,7 @@ class _Prepared:
     config: Any
     parser: StreamParser
     restore: Callable[[], None] = field(default=lambda: None)
+    decoder: TokenDecoder | None = None  # token mode: ids to (text, special) pieces
 
 
 def _prepare(
@@ -107,6 +119,7 @@ def _prepare(
     profile: Profile | str | None,
     prefill: str,
     policy: Policy | str | None,
+    tokens: bool = True,
 ) -> _Prepared:
     ov = require_openvino()
     if isinstance(messages_or_prompt, str):
@@ -117,9 +130,50 @@ def _prepare(
     prof = live.profile_for(profile)
     if reasoning is None and prefill and _opens_reasoning(prof, prefill):
         reasoning = "prefilled"  # the prompt itself opened the block: the output starts inside it
-    parser: StreamParser = prof.parser(tools=tools, reasoning=reasoning, policy=policy)
+    # token mode needs GenAI's StreamerBase and a tokenizer that lists its vocabulary
+    can = hasattr(ov, "StreamerBase") and hasattr(live.tokenizer, "get_vocab")
+    table = live.token_table() if tokens and can else None
+    parser: StreamParser = prof.parser(tools=tools, reasoning=reasoning, policy=policy,
+                                       special_tokens=table.strings if table is not None else None)
     config, restore = _config(ov, generation_config)
-    return _Prepared(prompt=prompt, config=config, parser=parser, restore=restore)
+    return _Prepared(prompt=prompt, config=config, parser=parser, restore=restore,
+                     decoder=table.decoder() if table is not None else None)
+
+
+_TOKEN_STREAMERS: dict[int, type] = {}
+
+
+def _token_streamer_class(ov: Any) -> type:
+    """A ``StreamerBase`` subclass that decodes ids itself (made on first use: GenAI is optional)."""
+    cls = _TOKEN_STREAMERS.get(id(ov))
+    if cls is None:
+
+        class TokenStreamer(ov.StreamerBase):  # type: ignore[misc]
+            def __init__(self, decoder: TokenDecoder, on_piece: OnPiece) -> None:
+                super().__init__()
+                self._decoder = decoder
+                self._on_piece = on_piece
+
+            def write(self, token: Any) -> Any:
+                status = ov.StreamingStatus.RUNNING
+                for text, special in self._decoder.feed([token] if isinstance(token, int) else list(token)):
+                    if self._on_piece(text, special) == ov.StreamingStatus.STOP:
+                        status = ov.StreamingStatus.STOP
+                return status
+
+            def end(self) -> None:
+                for text, special in self._decoder.flush():
+                    self._on_piece(text, special)
+
+        cls = _TOKEN_STREAMERS[id(ov)] = TokenStreamer
+    return cls
+
+
+def _genai_streamer(ov: Any, tokenizer: Any, decoder: TokenDecoder | None, on_piece: OnPiece) -> Any:
+    """GenAI's streamer for ``on_piece``: ids decoded here (token mode), or its ``TextStreamer``."""
+    if decoder is not None:
+        return _token_streamer_class(ov)(decoder, on_piece)
+    return ov.TextStreamer(tokenizer, lambda text: on_piece(text, False), _DETOKENIZATION)
 
 
 def _opens_reasoning(profile: Profile, prefill: str) -> bool:
@@ -199,18 +253,20 @@ class ParsingStreamer:
     :meth:`raise_pending` (what :func:`generate` does), so they keep their type and traceback.
     """
 
-    def __init__(self, tokenizer: Any, parser: StreamParser, on_event: OnEvent | None = None) -> None:
+    def __init__(self, tokenizer: Any, parser: StreamParser, on_event: OnEvent | None = None,
+                 decoder: TokenDecoder | None = None) -> None:
         ov = require_openvino()
         self._ov = ov
         self.parser = parser
         self.on_event = on_event
         self.chunks: list[str] = []
+        self.pieces: list[tuple[str, bool]] = []
         self.events: list[Event] = []
         self.error: BaseException | None = None
         self._error_in_callback = False
         self._stop = threading.Event()
         self._closed = False
-        self.ov_streamer = ov.TextStreamer(tokenizer, self._on_text, _DETOKENIZATION)
+        self.ov_streamer = _genai_streamer(ov, tokenizer, decoder, self._on_piece)
 
     def stop(self) -> None:
         """Ask generation to end at the next token (the text so far is kept)."""
@@ -222,12 +278,13 @@ class ParsingStreamer:
             for event in events:
                 self.on_event(event)
 
-    def _on_text(self, text: str) -> Any:
+    def _on_piece(self, text: str, special: bool) -> Any:
         if self.error is not None:
             return self._ov.StreamingStatus.STOP
         self.chunks.append(text)
+        self.pieces.append((text, special))
         try:
-            self._emit(self.parser.feed(text))
+            self._emit(self.parser.feed(text, special))
         except BaseException as exc:  # handed back to the caller after generation
             self.error = exc
             self._error_in_callback = True
@@ -261,6 +318,7 @@ def generate(
     profile: Profile | str | None = None,
     prefill: str = "",
     policy: Policy | str | None = None,
+    tokens: bool = True,
 ) -> LiveRun:
     """Generate in the calling thread, calling ``on_event`` for every event as text streams in.
 
@@ -268,6 +326,7 @@ def generate(
     (with ``tools``). ``prefill`` is appended to the prompt (the model continues from it; a prefill
     ending in a reasoning open marker makes the parser start inside the block). ``profile``
     overrides the pipeline's profile, e.g. for a wire format forced by structured output.
+    ``tokens`` feeds the parser from the token ids (token mode, see the module docstring).
     """
     prep = _prepare(
         live,
@@ -278,8 +337,9 @@ def generate(
         profile=profile,
         prefill=prefill,
         policy=policy,
+        tokens=tokens,
     )
-    streamer = ParsingStreamer(live.tokenizer, prep.parser, on_event)
+    streamer = ParsingStreamer(live.tokenizer, prep.parser, on_event, prep.decoder)
     start = time.perf_counter()
     results: Any = None
     failure: BaseException | None = None
@@ -305,6 +365,7 @@ def generate(
         finish_reason=reason,
         num_generated_tokens=n,
         seconds=seconds,
+        pieces=streamer.pieces,
     )
 
 
@@ -328,14 +389,14 @@ class _Worker:
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self.run, name="autoparser-live", daemon=True)
 
-    def on_text(self, text: str) -> Any:
-        self.queue.put((_CHUNK, text))
+    def on_piece(self, text: str, special: bool) -> Any:
+        self.queue.put((_CHUNK, (text, special)))
         return self.ov.StreamingStatus.STOP if self.stop.is_set() else self.ov.StreamingStatus.RUNNING
 
     def run(self) -> None:
         results: Any = None
         try:
-            streamer = self.ov.TextStreamer(self.live.tokenizer, self.on_text, _DETOKENIZATION)
+            streamer = _genai_streamer(self.ov, self.live.tokenizer, self.prep.decoder, self.on_piece)
             with self.live.lock:
                 results = self.live.pipeline.generate([self.prep.prompt], self.prep.config, streamer)
         except BaseException as exc:  # handed to the consumer thread
@@ -365,6 +426,7 @@ class LiveStream(Iterator[Event]):
         self._start = 0.0
         self.prompt = prep.prompt
         self.chunks: list[str] = []
+        self.pieces: list[tuple[str, bool]] = []
         self.events: list[Event] = []
         self.run: LiveRun | None = None
 
@@ -392,8 +454,10 @@ class LiveStream(Iterator[Event]):
         kind, payload = self._worker.queue.get()
         try:
             if kind == _CHUNK:
-                self.chunks.append(payload)
-                self._pending.extend(self._parser.feed(payload))
+                text, special = payload
+                self.chunks.append(text)
+                self.pieces.append(payload)
+                self._pending.extend(self._parser.feed(text, special))
             elif kind == _ERROR:
                 self._error = payload  # keep reading: _DONE follows, then close() flushes the parser
             else:
@@ -421,6 +485,7 @@ class LiveStream(Iterator[Event]):
             finish_reason=reason,
             num_generated_tokens=n,
             seconds=time.perf_counter() - self._start,
+            pieces=self.pieces,
         )
 
     def result(self) -> Result:
@@ -456,6 +521,7 @@ def stream(
     profile: Profile | str | None = None,
     prefill: str = "",
     policy: Policy | str | None = None,
+    tokens: bool = True,
 ) -> LiveStream:
     """Stream parsed events from a live generation; use in a plain ``for`` loop.
 
@@ -471,5 +537,6 @@ def stream(
         profile=profile,
         prefill=prefill,
         policy=policy,
+        tokens=tokens,
     )
     return LiveStream(live, prep)

@@ -12,6 +12,10 @@ each streamed live through the parser:
   the parser, which must then return exactly that call.
 * ``reasoning``: a reasoning block forced in the profile's markers, and one opened by the prompt
   (prefilled); reasoning and content must come back separated.
+* ``lookalike``: the model's end-of-turn marker (a special token) forced by grammar as ordinary
+  text in the middle of an answer. Parsed in token mode (the live default) it stays content with
+  a ``lookalike_marker`` issue and the real special token still ends the turn; the text-level
+  parse of the same text strips it (the content loss token mode exists to prevent).
 
 For every probe the live chunking must give the same result as the whole text and as a
 character-by-character feed. Where OpenVINO GenAI ships a parser for the format
@@ -38,7 +42,7 @@ from typing import TYPE_CHECKING, Any, Literal, TextIO
 
 from autoparser.events import Event, coalesce
 from autoparser.live._base import LiveError
-from autoparser.live.grammar import example_calls, grammar_for, reasoning_spec
+from autoparser.live.grammar import example_calls, grammar_for, reasoning_spec, regex_literal
 from autoparser.result import Result
 
 if TYPE_CHECKING:
@@ -57,8 +61,10 @@ __all__ = [
     "compare_openvino",
     "content_probes",
     "evaluate",
+    "evaluate_lookalike",
     "expected_calls",
     "expected_reasoning",
+    "lookalike_probe",
     "main_verify",
     "openvino_parsers_for",
     "plan",
@@ -70,7 +76,7 @@ __all__ = [
     "stray_markers",
 ]
 
-Kind = Literal["content", "call", "reasoning"]
+Kind = Literal["content", "call", "reasoning", "lookalike"]
 
 #: A capitalised word: free for the model, and easy to find again in any wire format.
 CITY = "[A-Z][a-z]{2,12}"
@@ -110,6 +116,7 @@ CONTENT_PROMPTS = (
 )
 CALL_PROMPT = "Check the weather forecast in Paris for the next 3 days, then the local time in Rome."
 REASON_PROMPT = "Is it a good idea to visit Paris in winter? Think first."
+LOOKALIKE_PROMPT = "Say hello."
 REASONING_TEXT = "[A-Za-z ,.]{10,60}"  # cannot spell a marker: no '<', '[', '|'
 ANSWER_TEXT = r"\n[A-Z][A-Za-z ,.']{5,60}"
 VERIFIED_CONFIDENCE = 0.95
@@ -132,6 +139,7 @@ class Probe:
     reasoning: str | None = None  # the parser's reasoning mode
     calls: int = 0  # forced calls
     max_new_tokens: int = 64
+    marker: str = ""  # the marker a look-alike probe forces as ordinary text
 
     @property
     def forced_by(self) -> str:
@@ -163,6 +171,80 @@ def plan(profile: Profile, target: str) -> list[Probe]:
         out.append(Probe(f"{target}: reasoning, prefilled", target, "reasoning", REASON_PROMPT, pre,
                          prefill=r.open[0], reasoning="prefilled", max_new_tokens=160))
     return out
+
+
+def lookalike_probe(marker: str) -> Probe:
+    """``marker`` (a special token) forced as ordinary tokens between two words of an answer."""
+    spec = {"kind": "regex", "regex": "Hello " + regex_literal(marker) + " [A-Z][a-z]{2,8}\\."}
+    return Probe("model: look-alike end marker", "model", "lookalike", LOOKALIKE_PROMPT, spec,
+                 max_new_tokens=len(marker) + 32, marker=marker)
+
+
+def evaluate_lookalike(
+    probe: Probe,
+    profile: Profile,
+    pieces: Sequence[tuple[str, bool]],
+    special_tokens: frozenset[str] | set[str],
+    *,
+    finish_reason: str | None = None,
+    tokens: int | None = None,
+    seconds: float = 0.0,
+    live_events: Sequence[Event] | None = None,
+    live_result: Result | None = None,
+) -> ProbeResult:
+    """Judge a look-alike probe from the ``(text, special)`` pieces the parser was fed."""
+    text = "".join(t for t, _ in pieces)
+    if live_events is None or live_result is None:
+        live_events, live_result = _feed_pieces(profile, pieces, special_tokens)
+    res = live_result
+    ended = bool(pieces) and pieces[-1][1] and pieces[-1][0] in profile.strip
+    forced = "".join(t for t, _ in pieces[:-1]) if ended else text
+    at = forced.find(probe.marker) if probe.marker else -1
+    checks = [Check("finished", finish_reason in (None, "stop") and ended,
+                    "" if ended else f"the stream did not end with a special end-of-turn token: {pieces[-1:]}")]
+    ok = res.content == forced and at >= 0 and not res.tool_calls and not res.reasoning
+    checks.append(Check("parsed", ok, "" if ok else f"content {res.content!r} vs forced text {forced!r}"))
+    got = [(i.code, i.position) for i in res.issues]
+    want = [("lookalike_marker", at)]
+    checks.append(Check("lookalike issue", got == want, "" if got == want else f"issues {got} vs {want}"))
+    _, text_mode = _feed(profile, [text], probe.reasoning, None)
+    lost = probe.marker not in text_mode.content
+    checks.append(Check("text mode strips it", lost, "" if lost else f"text mode kept {text_mode.content!r}"))
+    joined = _join_ordinary(pieces)
+    whole_events, whole = _feed_pieces(profile, joined, special_tokens)
+    char_events, per_char = _feed_pieces(profile, _split_chars(joined), special_tokens)
+    same = (_summary(res) == _summary(whole) == _summary(per_char)
+            and coalesce(live_events) == coalesce(whole_events) == coalesce(char_events))
+    checks.append(Check("live == whole", same, "" if same else
+                        f"live {_summary(res)} / whole {_summary(whole)} / per char {_summary(per_char)}"))
+    parsed = {"reasoning": res.reasoning, "content": res.content, "calls": [],
+              "issues": [i.to_dict() for i in res.issues], "text_mode_content": text_mode.content}
+    return ProbeResult(probe, text, len(pieces), tokens, seconds, finish_reason, checks, [], parsed,
+                       {"content": forced})
+
+
+def _feed_pieces(profile: Profile, pieces: Sequence[tuple[str, bool]],
+                 special_tokens: frozenset[str] | set[str]) -> tuple[list[Event], Result]:
+    parser = profile.parser(special_tokens=special_tokens)
+    events: list[Event] = []
+    for text, special in pieces:
+        events += parser.feed(text, special)
+    events += parser.close()
+    return events, parser.result()
+
+
+def _join_ordinary(pieces: Sequence[tuple[str, bool]]) -> list[tuple[str, bool]]:
+    out: list[tuple[str, bool]] = []
+    for text, special in pieces:
+        if out and not special and not out[-1][1]:
+            out[-1] = (out[-1][0] + text, False)
+        else:
+            out.append((text, special))
+    return out
+
+
+def _split_chars(pieces: Sequence[tuple[str, bool]]) -> list[tuple[str, bool]]:
+    return [p for text, special in pieces for p in ([(text, True)] if special else [(c, False) for c in text])]
 
 
 def content_probes() -> list[Probe]:
@@ -607,6 +689,8 @@ def run_probe(live: LivePipeline, probe: Probe, profile: Profile, ov: Any) -> Pr
     """Generate one probe live (greedy), parse it while it streams, and evaluate it."""
     from autoparser.live.streaming import generate
 
+    if probe.kind == "lookalike":
+        return _run_lookalike(live, probe, profile)
     tools = TOOLS if probe.kind == "call" else None
     render_tools = tools if probe.target == "model" and profile.tools is not None else None
     prompt = live.render([{"role": "user", "content": probe.prompt}], tools=render_tools)
@@ -625,6 +709,17 @@ def run_probe(live: LivePipeline, probe: Probe, profile: Profile, ov: Any) -> Pr
                     end_markers=live.end_markers, tools=tools, openvino=ov_results,
                     tokens=run.num_generated_tokens, seconds=run.seconds, live_events=run.events,
                     live_result=run.result)
+
+
+def _run_lookalike(live: LivePipeline, probe: Probe, profile: Profile) -> ProbeResult:
+    from autoparser.live.streaming import generate
+
+    prompt = live.render([{"role": "user", "content": probe.prompt}])
+    config = {"max_new_tokens": probe.max_new_tokens, "do_sample": False, "structured_output": dict(probe.spec or {})}
+    run = generate(live, prompt, profile=profile, generation_config=config, tokens=True)
+    return evaluate_lookalike(probe, profile, run.pieces, live.token_table().strings,
+                              finish_reason=run.finish_reason, tokens=run.num_generated_tokens,
+                              seconds=run.seconds, live_events=run.events, live_result=run.result)
 
 
 def run_verify(path: str | None = None, dialects: Sequence[str] = (), *, device: str = "CPU",
@@ -646,6 +741,8 @@ def run_verify(path: str | None = None, dialects: Sequence[str] = (), *, device:
     model_profile = live.profile_for(None)
     probes: list[tuple[Probe, Profile]] = [(p, model_profile) for p in content_probes()]
     probes += [(p, model_profile) for p in plan(model_profile, "model")]
+    special = live.token_table().strings
+    probes += [(lookalike_probe(m), model_profile) for m in live.end_markers[:1] if m in special]
     skipped = []
     for name, prof in zip(dialects, targets, strict=True):
         mine = plan(live.profile_for(prof), name)
