@@ -313,3 +313,11 @@ def test_inline_refs_for_exporters() -> None:
     assert "$defs" not in inlined
     recursive = schema_mod.inline_refs(TOOLS["outline"])
     assert recursive["properties"]["root"]["properties"]["children"]["items"] == {}  # recursion widens
+
+
+def test_live_grammar_reads_refs() -> None:
+    from autoparser.live.grammar import tool_schemas as live_tool_schemas
+
+    schemas = live_tool_schemas(openai_tools("forecast", FORECAST))
+    assert schemas["forecast"]["properties"]["location"]["required"] == ["city"]
+    assert schemas["forecast"]["properties"]["unit"]["enum"] == ["celsius", "fahrenheit"]
