@@ -12,7 +12,7 @@ import autoparser
 from autoparser.export import build_grammar
 
 pytest.importorskip("llguidance")
-from test_export_grammar import accepts_gbnf  # noqa: E402 - needs llguidance
+from test_export_grammar import accepts_gbnf
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "schemas" / "pydantic.json"
 TOOLS = json.loads(FIXTURE.read_text(encoding="utf-8"))["tools"]

@@ -357,8 +357,14 @@ def _fix_2020(node: dict[str, Any]) -> None:
 
 @dataclass(frozen=True, slots=True)
 class _Compiled:
+    """A compiled validator (None when the schema is unusable) and why parts are not checked.
+
+    ``failures`` holds the library's exception classes, so the per-call path imports nothing.
+    """
+
     validate: Callable[[Any], Any] | None
     notes: tuple[str, ...]
+    failures: tuple[type[Exception], type[Exception]] | None = None
 
 
 _by_text: dict[str, _Compiled] = {}
@@ -385,7 +391,8 @@ def _compile(schema: Mapping[str, Any]) -> _Compiled:
     except Exception as exc:  # invalid schema: JsonSchemaDefinitionException, re.error, ValueError ...
         message = str(exc).replace("\n", " ")[:200]
         return _Compiled(None, (*notes, f"schema is not valid JSON Schema ({message}); calls are not validated"))
-    return _Compiled(validate, tuple(notes))
+    failures = (fastjsonschema.JsonSchemaValuesException, fastjsonschema.JsonSchemaValueException)
+    return _Compiled(validate, tuple(notes), failures)
 
 
 def compiled(schema: Mapping[str, Any]) -> _Compiled:
@@ -420,20 +427,20 @@ def schema_notes(schema: Mapping[str, Any] | None) -> tuple[str, ...]:
 
 def check_arguments(arguments: object, schema: Mapping[str, Any] | None) -> list[Problem]:
     """Every problem of ``arguments`` against ``schema``; empty when valid or not checkable."""
-    if not isinstance(schema, Mapping):
+    # type() fast paths: an ABC isinstance check costs as much as validating a small call
+    if type(schema) is not dict and not isinstance(schema, Mapping):
         return []
-    if not isinstance(arguments, Mapping):
+    if type(arguments) is not dict and not isinstance(arguments, Mapping):
         return [Problem((), "type", "object", arguments)]
-    validate = compiled(schema).validate
-    if validate is None:
+    found = compiled(schema)
+    if found.validate is None or found.failures is None:
         return []
-    import fastjsonschema
-
+    many, one = found.failures
     try:
-        validate(arguments)
-    except fastjsonschema.JsonSchemaValuesException as exc:
-        errors: Sequence[Any] = exc.errors
-    except fastjsonschema.JsonSchemaValueException as exc:
+        found.validate(arguments)
+    except many as exc:
+        errors: Sequence[Any] = getattr(exc, "errors", ())
+    except one as exc:
         errors = [exc]
     except RecursionError:
         return [Problem((), "maxDepth", MAX_SCHEMA_DEPTH, None)]
