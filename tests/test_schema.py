@@ -299,6 +299,20 @@ def test_invalid_schemas_are_noted(schema: dict[str, Any]) -> None:
     assert len(schema_notes(schema)) == 1
 
 
+@pytest.mark.parametrize("extra", [
+    {"$id": "https://example.invalid/schemas/forecast.json"},  # refs resolve in the document, not there
+    {"$schema": "https://json-schema.org/draft/2020-12/schema"},
+    {"$schema": "http://json-schema.org/draft-07/schema#"},
+])
+def test_declared_ids_and_drafts(extra: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    import urllib.request
+
+    monkeypatch.setattr(urllib.request, "urlopen", lambda *a, **k: pytest.fail("fetched"))
+    schema = {**FORECAST, **extra}
+    assert found(check_arguments(BAD, schema)) == BAD_FOUND
+    assert check_arguments(GOOD, schema) == [] and schema_notes(schema) == ()
+
+
 def test_compiled_once_per_schema() -> None:
     schema = json.loads(json.dumps(TOOLS["adopt_pet"]))
     first = schema_mod.compiled(schema)
@@ -321,3 +335,25 @@ def test_live_grammar_reads_refs() -> None:
     schemas = live_tool_schemas(openai_tools("forecast", FORECAST))
     assert schemas["forecast"]["properties"]["location"]["required"] == ["city"]
     assert schemas["forecast"]["properties"]["unit"]["enum"] == ["celsius", "fahrenheit"]
+
+
+def test_caches_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(schema_mod, "_CACHE_SIZE", 4)
+    schemas = [{"type": "object", "properties": {"n": {"type": "integer", "maximum": k}}} for k in range(10)]
+    for k, schema in enumerate(schemas):
+        assert found(check_arguments({"n": k + 1}, schema)) == {(("n",), "maximum")}
+    assert len(schema_mod._by_text) <= 4 and len(schema_mod._by_identity) <= 4
+
+
+def test_fixture_matches_its_generator() -> None:
+    pydantic = pytest.importorskip("pydantic")
+    if RECORDED["generator"] != f"pydantic {pydantic.VERSION}":
+        pytest.skip(f"fixture recorded with {RECORDED['generator']}, pydantic {pydantic.VERSION} installed")
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / "scripts" / "gen_tool_schemas.py"
+    spec = importlib.util.spec_from_file_location("gen_tool_schemas", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.build() == RECORDED

@@ -27,6 +27,7 @@ exporters read the schema through the same references validation follows): ``res
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -408,14 +409,20 @@ def compiled(schema: Mapping[str, Any]) -> _Compiled:
         found = _by_text.get(text)
         if found is None:
             found = _compile(schema)
-            if len(_by_text) >= _CACHE_SIZE:
-                _by_text.pop(next(iter(_by_text)))
+            _evict(_by_text)
             _by_text[text] = found
         result = found
-    if len(_by_identity) >= _CACHE_SIZE:
-        _by_identity.pop(next(iter(_by_identity)))
+    _evict(_by_identity)
     _by_identity[id(schema)] = (schema, result)  # the strong reference keeps the id from reuse
     return result
+
+
+def _evict(cache: dict[Any, Any]) -> None:
+    """Drop the oldest entry of a full cache; a race with another thread costs a recompile only."""
+    if len(cache) >= _CACHE_SIZE:
+        # RuntimeError: changed size during iteration; StopIteration: emptied meanwhile
+        with contextlib.suppress(RuntimeError, StopIteration):
+            cache.pop(next(iter(cache)), None)
 
 
 def schema_notes(schema: Mapping[str, Any] | None) -> tuple[str, ...]:
