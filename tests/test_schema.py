@@ -9,6 +9,7 @@ before validation. Problems are compared as data (instance path, keyword), never
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -345,7 +346,7 @@ def test_caches_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     assert len(schema_mod._by_text) <= 4 and len(schema_mod._by_identity) <= 4
 
 
-def test_fixture_matches_its_generator() -> None:
+def test_fixture_matches_its_generator(monkeypatch: pytest.MonkeyPatch) -> None:
     pydantic = pytest.importorskip("pydantic")
     if RECORDED["generator"] != f"pydantic {pydantic.VERSION}":
         pytest.skip(f"fixture recorded with {RECORDED['generator']}, pydantic {pydantic.VERSION} installed")
@@ -355,5 +356,6 @@ def test_fixture_matches_its_generator() -> None:
     spec = importlib.util.spec_from_file_location("gen_tool_schemas", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "gen_tool_schemas", module)  # pydantic resolves annotations there
     spec.loader.exec_module(module)
     assert module.build() == RECORDED

@@ -418,10 +418,10 @@ def compiled(schema: Mapping[str, Any]) -> _Compiled:
 
 
 def _evict(cache: dict[Any, Any]) -> None:
-    """Drop the oldest entry of a full cache; a race with another thread costs a recompile only."""
-    if len(cache) >= _CACHE_SIZE:
-        # RuntimeError: changed size during iteration; StopIteration: emptied meanwhile
-        with contextlib.suppress(RuntimeError, StopIteration):
+    """Drop the oldest entries of a full cache; a race with another thread costs a recompile only."""
+    # RuntimeError: changed size during iteration; StopIteration: emptied meanwhile
+    with contextlib.suppress(RuntimeError, StopIteration):
+        while len(cache) >= _CACHE_SIZE:
             cache.pop(next(iter(cache)), None)
 
 
