@@ -11,7 +11,8 @@ Rules of this module (the engine relies on them):
 - The *coercer* and the *validator* (``coerce_text``, ``validate_arguments``) never raise. They sit
   on the path of every tool call, and one odd schema or value must not lose a whole call (mlx-lm's
   qwen3-coder parser used to crash on ``int('2026-01-15')`` and drop the call). They report
-  problems as human-readable strings instead.
+  problems instead. Validation itself is a real JSON Schema implementation's (``schema.py``,
+  fastjsonschema); this module only adapts it to the engine's call sites.
 - Only JSON-compatible values come out: ``dict`` with ``str`` keys, ``list``, ``str``, ``int``,
   finite ``float``, ``bool``, ``None``. Tuples become lists; NaN and infinities are refused,
   because ``ToolCall.arguments_json`` must be valid JSON.
@@ -19,7 +20,9 @@ Rules of this module (the engine relies on them):
 Theory of coercion (conformance policy 8: "JSON dialects preserve the JSON type as written; XML and
 tag dialects coerce by schema, with fallback to the raw string"): a tag dialect writes every value
 as bare text, so the parameter's JSON schema is the only evidence of the intended type. Without a
-schema nothing is guessed. With one, a ``null`` literal is null (every peer treats it specially,
+schema nothing is guessed. The schema is read as validation reads it (through same-document
+``$ref``, ``allOf`` and ``anyOf``), so coercion never produces a type the validator then rejects
+for its type alone. With one, a ``null`` literal is null (every peer treats it specially,
 even for string-typed parameters), then the non-string alternatives are tried from the most to the
 least structured, and a string alternative (or an unconstrained one) takes whatever is left. When
 nothing fits, the raw text is kept and an issue message says why.
