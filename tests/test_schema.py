@@ -327,7 +327,9 @@ def test_inline_refs_for_exporters() -> None:
     assert inlined["properties"]["unit"] == {**FORECAST["$defs"]["Unit"], "default": "celsius"}
     assert "$defs" not in inlined
     recursive = schema_mod.inline_refs(TOOLS["outline"])
-    assert recursive["properties"]["root"]["properties"]["children"]["items"] == {}  # recursion widens
+    # a recursive reference stays, and with it the $defs it needs: the copy is still a whole schema
+    assert recursive["properties"]["root"]["properties"]["children"]["items"] == {"$ref": "#/$defs/Node"}
+    assert recursive["$defs"] == TOOLS["outline"]["$defs"]
 
 
 def test_live_grammar_reads_refs() -> None:

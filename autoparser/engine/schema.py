@@ -199,13 +199,16 @@ def resolve_ref(root: object, ref: object) -> Any:
 def inline_refs(schema: Mapping[str, Any]) -> dict[str, Any]:
     """A copy of ``schema`` with same-document ``$ref`` replaced by what they point to.
 
-    For consumers that read a schema node by node (grammar exporters, coercion's nested parse)
-    and have no document at hand. Sibling keywords of a ``$ref`` are laid over the target (Pydantic
-    writes ``{"$ref": ..., "default": ...}``); a single-member ``allOf`` is merged the same way. A
-    reference met again inside its own expansion (a recursive model), an unresolvable one, or a
-    walk deeper than ``MAX_SCHEMA_DEPTH`` becomes ``{}`` (any value): a wider grammar, never a
-    crash.
+    For consumers that read a schema node by node (grammar exporters) and have no document at
+    hand. Sibling keywords of a ``$ref`` are laid over the target (Pydantic writes ``{"$ref": ...,
+    "default": ...}``); a single-member ``allOf`` is merged the same way. A reference met again
+    inside its own expansion (a recursive model) or one that does not resolve is left as it is,
+    and then the document's ``$defs``/``definitions`` are kept, so that the copy stays a complete
+    schema: a node-by-node reader widens such a ``$ref`` to any value, a consumer that resolves
+    references itself (xgrammar's JSON-schema node) still can. Walks stop at
+    ``MAX_SCHEMA_DEPTH`` (any value beyond).
     """
+    kept: list[bool] = []
 
     def walk(node: Any, depth: int, active: tuple[str, ...]) -> Any:
         if depth > MAX_SCHEMA_DEPTH:
@@ -219,18 +222,20 @@ def inline_refs(schema: Mapping[str, Any]) -> dict[str, Any]:
         if isinstance(ref, str):
             target = resolve_ref(schema, ref)
             if ref in active or not isinstance(target, Mapping):
-                return {}
+                kept.append(True)
+                return dict(node)
             out.update(walk(target, depth + 1, (*active, ref)))
         all_of = node.get("allOf")
-        if isinstance(all_of, (list, tuple)) and len(all_of) == 1 and isinstance(all_of[0], Mapping):
-            out.update(walk(all_of[0], depth + 1, active))
+        merge_all_of = isinstance(all_of, (list, tuple)) and len(all_of) == 1 and isinstance(all_of[0], Mapping)
+        if merge_all_of:
+            out.update(walk(all_of[0], depth + 1, active))  # type: ignore[index]
         for key, value in node.items():
-            if key == "$ref" or (key == "allOf" and isinstance(all_of, (list, tuple)) and len(all_of) == 1):
+            if key == "$ref" or (key == "allOf" and merge_all_of):
                 continue
             if key in _ONE or key in _MANY:
                 out[key] = walk(value, depth + 1, active)
             elif key in ("$defs", "definitions"):
-                continue  # every reference into them is inlined
+                continue  # references into them are inlined; kept below only if one is left
             elif key in _MAP and isinstance(value, Mapping):
                 out[key] = {name: walk(sub, depth + 1, active) for name, sub in value.items()}
             else:
@@ -238,7 +243,13 @@ def inline_refs(schema: Mapping[str, Any]) -> dict[str, Any]:
         return out
 
     result = walk(schema, 0, ())
-    return result if isinstance(result, dict) else {}
+    if not isinstance(result, dict):
+        return {}
+    if kept:
+        for key in ("$defs", "definitions"):
+            if key in schema:
+                result[key] = schema[key]
+    return result
 
 
 def _foreign_ref(schema: object) -> str | None:
