@@ -20,10 +20,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from autoparser.engine.values import (
+    check_arguments,
     coerce_text,
     parse_python_calls,
     parse_python_literal,
     parse_relaxed_object,
+    schema_notes,
     tool_schemas,
     validate_arguments,
 )
@@ -251,7 +253,6 @@ def test_coerce_no_tools_keeps_strings() -> None:
         {"$ref": "#/$defs/Thing"},
         {"const": "x"},
         {"type": "mystery"},
-        {"allOf": [{"type": "integer"}]},
     ],
 )
 def test_coerce_without_type_info_returns_raw(schema: dict[str, Any]) -> None:
@@ -1025,6 +1026,10 @@ def test_validate_valid_arguments() -> None:
     assert validate_arguments({"destination": "Paris", "passengers": 2.0}, BOOK) == []  # 2.0 is an integer
 
 
+def _found(problems: list[Any]) -> set[tuple[tuple[str | int, ...], str]]:
+    return {(problem.path, problem.keyword) for problem in problems}
+
+
 def test_validate_problems() -> None:
     args = {
         "passengers": True,  # bool is not an integer
@@ -1035,18 +1040,24 @@ def test_validate_problems() -> None:
         "contact": {"phone": "1"},
         "surprise": 1,
     }
-    problems = validate_arguments(args, BOOK)
-    text = "\n".join(problems)
-    assert "missing required property 'destination'" in text
-    assert "passengers: expected integer, got boolean" in text
-    assert "price: expected number, got string" in text
-    assert "notes: expected null or string, got integer" in text
-    assert 'seat: "middle" is not one of ["aisle", "window"]' in text
-    assert "extras[1]: expected string, got integer" in text
-    assert "missing required property 'email' in contact" in text
-    assert "unknown property 'phone' in contact" in text
-    assert "unknown property 'surprise'" in text
+    problems = check_arguments(args, BOOK)
+    assert _found(problems) == {
+        (("destination",), "required"),
+        (("passengers",), "type"),
+        (("price",), "type"),
+        (("notes",), "type"),
+        (("seat",), "enum"),
+        (("extras", 1), "type"),
+        (("contact", "email"), "required"),
+        (("contact", "phone"), "additionalProperties"),
+        (("surprise",), "additionalProperties"),
+    }
     assert len(problems) == 9
+    by_path = {problem.path: problem for problem in problems}
+    assert by_path[("seat",)].value == "middle" and by_path[("seat",)].expected == ["aisle", "window"]
+    assert by_path[("extras", 1)].value == 3
+    # the strings validate_arguments returns are these problems, in order
+    assert validate_arguments(args, BOOK) == [str(problem) for problem in problems]
 
 
 def test_validate_unions_and_misc() -> None:
@@ -1060,28 +1071,35 @@ def test_validate_unions_and_misc() -> None:
             "n": {"type": "integer", "nullable": True},
             "k": {"const": "fixed"},
             "free": {},
-            "ref": {"$ref": "#/$defs/X"},
             "both": {"allOf": [{"type": "number"}, {"enum": [1, 2]}]},
         },
         "additionalProperties": {"type": "integer"},
     }
-    assert (
-        validate_arguments(
-            {"limit": 3, "label": None, "n": None, "k": "fixed", "free": [1], "ref": 1}, schema
-        )
-        == []
-    )
-    assert validate_arguments({"limit": {"max": 3}, "both": 2, "other": 5}, schema) == []
-    problems = validate_arguments({"limit": "3", "label": 1, "k": "x", "both": 3, "other": "x"}, schema)
-    assert len(problems) == 5, problems
-    assert any("limit" in p and "oneOf" in p for p in problems)
-    assert any("label" in p and "anyOf" in p for p in problems)
-    assert any(p.startswith("k: must equal") for p in problems)
-    assert any(p.startswith("both:") for p in problems)
-    assert any(p.startswith("other: expected integer") for p in problems)
+    assert check_arguments({"limit": 3, "label": None, "n": None, "k": "fixed", "free": [1]}, schema) == []
+    assert check_arguments({"limit": {"max": 3}, "both": 2, "other": 5}, schema) == []
+    problems = check_arguments({"limit": "3", "label": 1, "k": "x", "both": 3, "other": "x"}, schema)
+    assert _found(problems) == {
+        (("limit",), "oneOf"),
+        (("label",), "anyOf"),
+        (("k",), "const"),
+        (("both",), "enum"),
+        (("other",), "type"),
+    }
     # True is not 1 for enum purposes, 1.0 is
-    assert validate_arguments({"x": True}, {"properties": {"x": {"enum": [1]}}}) != []
-    assert validate_arguments({"x": 1.0}, {"properties": {"x": {"enum": [1]}}}) == []
+    assert _found(check_arguments({"x": True}, {"properties": {"x": {"enum": [1]}}})) == {(("x",), "enum")}
+    assert check_arguments({"x": 1.0}, {"properties": {"x": {"enum": [1]}}}) == []
+
+
+def test_unusable_schema_is_noted_not_enforced() -> None:
+    dangling = {"type": "object", "properties": {"ref": {"$ref": "#/$defs/X"}}}
+    remote = {"type": "object", "properties": {"ref": {"$ref": "https://example.com/thing.json"}}}
+    broken = {"type": "object", "properties": {"p": {"type": "string", "pattern": "("}}}
+    for schema in (dangling, remote, broken):
+        assert check_arguments({"ref": 1, "p": "x"}, schema) == []
+        assert len(schema_notes(schema)) == 1
+    assert schema_notes({"type": "object", "properties": {"a": {"type": "mystery"}}}) != ()
+    assert check_arguments({"a": 1}, {"type": "object", "properties": {"a": {"type": "mystery"}}}) == []
+    assert schema_notes(BOOK) == ()
 
 
 def test_validate_degenerate_inputs() -> None:
@@ -1089,7 +1107,7 @@ def test_validate_degenerate_inputs() -> None:
     assert validate_arguments({"a": 1}, {}) == []
     assert validate_arguments({}, {"type": "object"}) == []
     assert validate_arguments({"a": 1}, "junk") == []  # type: ignore[arg-type]
-    assert validate_arguments([1], {"type": "object"}) == ["arguments: expected object, got array"]  # type: ignore[arg-type]
+    assert _found(check_arguments([1], {"type": "object"})) == {((), "type")}  # type: ignore[arg-type]
     cyclic: dict[str, Any] = {"type": "object"}
     cyclic["properties"] = {"self": cyclic}
     nested: dict[str, Any] = {}

@@ -126,9 +126,11 @@ def test_dsml_marks_string_parameters() -> None:
 def test_unsupported_schema_falls_back_to_a_json_schema_node() -> None:
     tools = [{"type": "function", "function": {"name": "f", "parameters": {
         "type": "object", "properties": {"x": {"$ref": "#/$defs/x"}}, "required": ["x"],
-        "$defs": {"x": {"type": "string"}}}}}]
+        "$defs": {"x": {"type": "object", "properties": {"next": {"$ref": "#/$defs/x"}}}}}}}]  # recursive
     spec = grammar_for(autoparser.get_profile("hermes"), tools)
     assert spec["kind"] == "structural_tags"
+    embedded = [n["schema"] for n in spec["tag"]["items"] if n["type"] == "json_schema"]
+    assert embedded and '"$defs"' in embedded[0]  # the node keeps what its $ref needs
     nodes = _node_types(spec["tag"])
     assert "json_schema" in nodes and nodes <= {"concat", "union", "regex", "json_schema"}
     # no tools: any name, any JSON object (xgrammar's own JSON support)

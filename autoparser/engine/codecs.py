@@ -890,7 +890,7 @@ class TaggedBody(Body):
                     return nested
                 except ValueError:
                     pass
-            value, issue = values.coerce_text(raw, schema)
+            value, issue = values.coerce_text(raw, schema, self.schemas.get(self.name or ""))
             if issue:
                 self.coerce_issues.append(("coercion_fallback", issue))
             return value

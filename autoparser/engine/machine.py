@@ -178,6 +178,7 @@ class Parser:
         self.policy = Policy.coerce(policy)
         self._stream = bool(stream_arguments)
         self._schemas = values.tool_schemas(tools)
+        self._schema_noted: set[str] = set()  # tools whose unusable-schema notes were reported
         self._have_tools = tools is not None
         self._c = _compiled(profile)
         r = profile.reasoning
@@ -840,6 +841,9 @@ class Parser:
             self._issue(code, f"{c.name}: {msg}", pos)
         status: CallStatus = c.status
         if self._have_tools and known:
+            for note in () if c.name in self._schema_noted else values.schema_notes(self._schemas.get(c.name)):
+                self._issue("schema_unusable", f"{c.name}: {note}", pos)  # reported once; the call is not blocked
+            self._schema_noted.add(c.name)
             problems = values.validate_arguments(c.arguments, self._schemas.get(c.name))
             if problems:
                 msg = f"{c.name}: arguments do not match the tool schema: {'; '.join(problems)}"

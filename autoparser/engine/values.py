@@ -11,7 +11,8 @@ Rules of this module (the engine relies on them):
 - The *coercer* and the *validator* (``coerce_text``, ``validate_arguments``) never raise. They sit
   on the path of every tool call, and one odd schema or value must not lose a whole call (mlx-lm's
   qwen3-coder parser used to crash on ``int('2026-01-15')`` and drop the call). They report
-  problems as human-readable strings instead.
+  problems instead. Validation itself is a real JSON Schema implementation's (``schema.py``,
+  fastjsonschema); this module only adapts it to the engine's call sites.
 - Only JSON-compatible values come out: ``dict`` with ``str`` keys, ``list``, ``str``, ``int``,
   finite ``float``, ``bool``, ``None``. Tuples become lists; NaN and infinities are refused,
   because ``ToolCall.arguments_json`` must be valid JSON.
@@ -19,7 +20,9 @@ Rules of this module (the engine relies on them):
 Theory of coercion (conformance policy 8: "JSON dialects preserve the JSON type as written; XML and
 tag dialects coerce by schema, with fallback to the raw string"): a tag dialect writes every value
 as bare text, so the parameter's JSON schema is the only evidence of the intended type. Without a
-schema nothing is guessed. With one, a ``null`` literal is null (every peer treats it specially,
+schema nothing is guessed. The schema is read as validation reads it (through same-document
+``$ref``, ``allOf`` and ``anyOf``), so coercion never produces a type the validator then rejects
+for its type alone. With one, a ``null`` literal is null (every peer treats it specially,
 even for string-typed parameters), then the non-string alternatives are tried from the most to the
 least structured, and a string alternative (or an unconstrained one) takes whatever is left. When
 nothing fits, the raw text is kept and an issue message says why.
@@ -36,11 +39,15 @@ from collections.abc import Mapping, Sequence
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from . import schema as schema_mod
+
 __all__ = [
+    "check_arguments",
     "coerce_text",
     "parse_python_calls",
     "parse_python_literal",
     "parse_relaxed_object",
+    "schema_notes",
     "tool_schemas",
     "validate_arguments",
 ]
@@ -50,26 +57,9 @@ __all__ = [
 # --------------------------------------------------------------------------------------------
 
 # JSON-schema type names, plus the Python/C spellings that hand-written tool definitions use in
-# the wild ("int", "float", "bool", ...). Keys are lower-case; lookups lower-case the name.
-_TYPE_ALIASES: dict[str, str] = {
-    "string": "string",
-    "str": "string",
-    "text": "string",
-    "integer": "integer",
-    "int": "integer",
-    "long": "integer",
-    "number": "number",
-    "float": "number",
-    "double": "number",
-    "boolean": "boolean",
-    "bool": "boolean",
-    "object": "object",
-    "dict": "object",
-    "array": "array",
-    "list": "array",
-    "null": "null",
-    "none": "null",
-}
+# the wild ("int", "float", "bool", ...). Keys are lower-case; lookups lower-case the name. The
+# validator reads the same table (schema.draft07_view), so coercion and validation agree.
+_TYPE_ALIASES: dict[str, str] = schema_mod.TYPE_ALIASES
 
 # The order in which coercion tries non-string alternatives: most structured first, so that a
 # value that parses as an object under ``anyOf(object, string)`` becomes the object.
@@ -77,7 +67,7 @@ _COERCE_ORDER: tuple[str, ...] = ("object", "array", "integer", "number", "boole
 
 # Schemas nest (anyOf inside properties inside items ...) and a Python dict may even contain
 # itself; every recursive walk over a schema stops at this depth instead of overflowing.
-_MAX_SCHEMA_DEPTH = 32
+_MAX_SCHEMA_DEPTH = schema_mod.MAX_SCHEMA_DEPTH
 
 # Largest decimal exponent accepted when turning "1e5"-style text into an exact int; beyond it the
 # int would be enormous (a denial-of-service vector) and Python refuses such ints in str() anyway.
@@ -88,18 +78,26 @@ _MAX_EXACT_FLOAT_INT = 2**53
 
 
 class _TypeInfo:
-    """What a (possibly union) schema allows, flattened for coercion.
+    """What a (possibly composed) schema allows, flattened for coercion.
 
     ``types`` holds normalised JSON-schema type names. ``open`` is true when some alternative
-    carries no type information at all (``$ref``, ``const``, an unknown type name), which means
-    "anything goes" for that alternative: the raw string is then an acceptable fallback.
+    carries no type information at all (an unresolvable ``$ref``, ``const``, an unknown type
+    name), which means "anything goes" for that alternative: the raw string is then an acceptable
+    fallback. ``members`` lists the ``enum``/``const`` values some alternative names (None: no
+    alternative names any). A schema with no types and ``open`` set constrains nothing.
     """
 
-    __slots__ = ("open", "types")
+    __slots__ = ("members", "open", "types")
 
-    def __init__(self) -> None:
-        self.types: set[str] = set()
-        self.open = False
+    def __init__(self, types: set[str] | None = None, open_: bool = False,
+                 members: list[Any] | None = None) -> None:
+        self.types: set[str] = types if types is not None else set()
+        self.open = open_
+        self.members = members
+
+    @property
+    def unconstrained(self) -> bool:
+        return self.open and not self.types and self.members is None
 
 
 def _normalise_type(name: object) -> str | None:
@@ -109,57 +107,82 @@ def _normalise_type(name: object) -> str | None:
     return _TYPE_ALIASES.get(name.strip().lower())
 
 
-def _collect_types(schema: object, info: _TypeInfo, depth: int) -> None:
-    """Fill ``info`` from ``schema``; see ``_TypeInfo`` for the meaning of the fields.
+def _both(left: _TypeInfo, right: _TypeInfo) -> _TypeInfo:
+    """What satisfies both (``allOf``, ``$ref`` beside other keywords): the intersection."""
+    if left.unconstrained:
+        return right
+    if right.unconstrained:
+        return left
+    types = left.types & right.types
+    for narrow, wide in ((left.types, right.types), (right.types, left.types)):
+        if "integer" in narrow and "number" in wide:
+            types.add("integer")
+    if left.open:
+        types |= right.types
+    if right.open:
+        types |= left.types
+    members = left.members if left.members is not None else right.members
+    if left.members is not None and right.members is not None:
+        members = [m for m in left.members if m in right.members]
+    return _TypeInfo(types, left.open and right.open, members)
 
-    ``type`` wins over ``anyOf``/``oneOf`` when both are present: the alternatives then usually add
-    constraints (``required`` sets) rather than types, and reading them as open alternatives would
-    wrongly accept any raw string.
+
+def _read_types(schema: object, root: object, depth: int) -> _TypeInfo:
+    """Read ``schema`` as validation does: through same-document ``$ref``, ``allOf``, ``anyOf``.
+
+    ``type`` wins over ``anyOf``/``oneOf`` when both are present: the alternatives then usually
+    add constraints (``required`` sets) rather than types, and reading them as open alternatives
+    would wrongly accept any raw string.
     """
     if depth > _MAX_SCHEMA_DEPTH or not isinstance(schema, Mapping):
-        info.open = True
-        return
+        return _TypeInfo(open_=True)
+    info = _TypeInfo()
     declared = schema.get("type")
-    found = False
-    if isinstance(declared, str):
-        norm = _normalise_type(declared)
-        if norm is None:
-            info.open = True
-        else:
-            info.types.add(norm)
-        found = True
-    elif isinstance(declared, (list, tuple)):
-        for entry in declared:
+    names = [declared] if isinstance(declared, str) else declared if isinstance(declared, (list, tuple)) else None
+    alternatives = next((schema[key] for key in ("anyOf", "oneOf")
+                         if isinstance(schema.get(key), (list, tuple)) and schema[key]), None)
+    if names is not None:
+        for entry in names:
             norm = _normalise_type(entry)
             if norm is None:
                 info.open = True
             else:
                 info.types.add(norm)
-        found = True
-    if not found:
-        for key in ("anyOf", "oneOf"):
-            alternatives = schema.get(key)
-            if isinstance(alternatives, (list, tuple)) and alternatives:
-                for alternative in alternatives:
-                    _collect_types(alternative, info, depth + 1)
-                found = True
-    if not found:
+    elif alternatives is not None:
+        for alternative in alternatives:
+            part = _read_types(alternative, root, depth + 1)
+            info.types |= part.types
+            info.open = info.open or part.open
+            if part.members is not None:
+                info.members = [*(info.members or ()), *part.members]
+    elif isinstance(schema.get("properties"), Mapping):
         # A schema that lists properties describes an object, one with items an array, even when
         # its author left ``type`` out; that is reading the schema, not guessing from the value.
-        if isinstance(schema.get("properties"), Mapping):
-            info.types.add("object")
-        elif isinstance(schema.get("items"), Mapping):
-            info.types.add("array")
-        else:
-            info.open = True
+        info.types.add("object")
+    elif isinstance(schema.get("items"), Mapping):
+        info.types.add("array")
+    else:
+        info.open = True
     if schema.get("nullable") is True:
         info.types.add("null")
-
-
-def _type_info(schema: object) -> _TypeInfo:
-    info = _TypeInfo()
-    _collect_types(schema, info, 0)
+    members = schema.get("enum")
+    if isinstance(members, (list, tuple)) and members:
+        info.members = list(members)
+    elif "const" in schema:
+        info.members = [schema["const"]]
+    ref = schema.get("$ref")
+    if ref is not None:
+        target = schema_mod.resolve_ref(root, ref)
+        info = _both(info, _read_types(target, root, depth + 1) if target is not None else _TypeInfo(open_=True))
+    all_of = schema.get("allOf")
+    if isinstance(all_of, (list, tuple)):
+        for member in all_of:
+            info = _both(info, _read_types(member, root, depth + 1))
     return info
+
+
+def _type_info(schema: object, root: object = None) -> _TypeInfo:
+    return _read_types(schema, schema if root is None else root, 0)
 
 
 # --------------------------------------------------------------------------------------------
@@ -381,18 +404,23 @@ def _preview(text: str, limit: int = 40) -> str:
 # --------------------------------------------------------------------------------------------
 
 
-def coerce_text(text: str, schema: Mapping[str, Any] | None) -> tuple[Any, str | None]:
+def coerce_text(text: str, schema: Mapping[str, Any] | None,
+                root: Mapping[str, Any] | None = None) -> tuple[Any, str | None]:
     """Type the raw text of a tag-dialect parameter value according to its JSON schema.
 
-    Returns ``(value, None)`` on success and ``(text, message)`` when the schema's types could not
-    be met: the raw string is kept (no silent loss) and the message explains why. Never raises.
+    ``root`` is the document ``$ref`` inside ``schema`` points into (the tool's parameters schema,
+    which holds ``$defs``); without it ``schema`` itself is the document. Returns ``(value, None)``
+    on success and ``(text, message)`` when the schema's types could not be met: the raw string is
+    kept (no silent loss) and the message explains why. Never raises.
 
-    Decisions, in order:
+    The schema is read as validation reads it: through same-document ``$ref`` and ``allOf``
+    (intersection) and ``anyOf``/``oneOf`` (union), so a ``$ref``'d model becomes an object and a
+    ``$ref``'d string enum stays a string. Decisions, in order:
 
-    1. No schema or no type information (``$ref``, ``const``, unknown type): the raw string,
+    1. No schema or no type information (unresolvable ``$ref``, unknown type): the raw string,
        unchanged and without an issue. Nothing is guessed.
-    2. ``enum``: a member whose written form equals the text is returned as that member
-       (``enum: [1, 2, 3]`` and ``'2'`` -> ``2``).
+    2. ``enum``/``const`` (in any alternative): a member whose written form equals the text is
+       returned as that member (``enum: [1, 2, 3]`` and ``'2'`` -> ``2``).
     3. ``null``, ``NULL`` or ``Null`` -> ``None`` for any typed schema, string-typed included
        (vectors oll-q3c-number-edge-forms and lcpp-glm-nullable-null).
     4. Non-string alternatives, most structured first: object, array (JSON, then Python
@@ -402,20 +430,19 @@ def coerce_text(text: str, schema: Mapping[str, Any] | None) -> tuple[Any, str |
     6. Otherwise the raw text and an issue message.
     """
     try:
-        return _coerce(text, schema)
+        return _coerce(text, schema, root)
     except Exception as exc:  # the no-raise guarantee; not expected to trigger
         return text, f"could not coerce value {_preview(str(text))}: {type(exc).__name__}: {exc}"
 
 
-def _coerce(text: str, schema: Mapping[str, Any] | None) -> tuple[Any, str | None]:
+def _coerce(text: str, schema: Mapping[str, Any] | None, root: Mapping[str, Any] | None) -> tuple[Any, str | None]:
     if not isinstance(text, str) or schema is None or not isinstance(schema, Mapping):
         return text, None
-    members = schema.get("enum")
-    if isinstance(members, (list, tuple)) and members:
-        found = _enum_match(text, members)
+    info = _type_info(schema, root)
+    if info.members:
+        found = _enum_match(text, info.members)
         if found is not _NO_VALUE:
             return found, None
-    info = _type_info(schema)
     if not info.types:
         return text, None
     stripped = text.strip()
@@ -787,173 +814,32 @@ def parse_relaxed_object(text: str, string_delims: Sequence[tuple[str, str]] = (
 # --------------------------------------------------------------------------------------------
 
 
-def _json_type(value: object) -> str:
-    """The JSON type name of a Python value, for messages."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, Mapping):
-        return "object"
-    if isinstance(value, (list, tuple)):
-        return "array"
-    return type(value).__name__
-
-
-def _has_type(value: object, kind: str) -> bool:
-    """JSON-schema type membership; bool is never a number, 2.0 is an integer (as the spec says)."""
-    if kind == "null":
-        return value is None
-    if kind == "boolean":
-        return isinstance(value, bool)
-    if kind == "integer":
-        if isinstance(value, bool):
-            return False
-        return isinstance(value, int) or (isinstance(value, float) and value.is_integer())
-    if kind == "number":
-        return isinstance(value, (int, float)) and not isinstance(value, bool)
-    if kind == "string":
-        return isinstance(value, str)
-    if kind == "object":
-        return isinstance(value, Mapping)
-    if kind == "array":
-        return isinstance(value, (list, tuple))
-    return True
-
-
-def _json_equal(left: object, right: object) -> bool:
-    """Equality in JSON's sense: ``True`` is not ``1``, ``1`` equals ``1.0``."""
-    if isinstance(left, bool) or isinstance(right, bool):
-        return isinstance(left, bool) and isinstance(right, bool) and left is right
-    if isinstance(left, (int, float)) and isinstance(right, (int, float)):
-        return left == right
-    if isinstance(left, Mapping) and isinstance(right, Mapping):
-        return left.keys() == right.keys() and all(_json_equal(left[k], right[k]) for k in left)
-    if isinstance(left, (list, tuple)) and isinstance(right, (list, tuple)):
-        return len(left) == len(right) and all(_json_equal(a, b) for a, b in zip(left, right, strict=True))
-    return type(left) is type(right) and left == right
-
-
-def _join(path: str, key: str) -> str:
-    return f"{path}.{key}" if path else key
-
-
-def _where(path: str) -> str:
-    return path if path else "arguments"
-
-
-def _validate(value: object, schema: object, path: str, depth: int, problems: list[str]) -> None:
-    """Append the problems of ``value`` against ``schema`` (a practical JSON-schema subset)."""
-    if depth > _MAX_SCHEMA_DEPTH or not isinstance(schema, Mapping):
-        return
-    declared = schema.get("type")
-    names: list[object] = (
-        [declared] if isinstance(declared, str) else list(declared) if isinstance(declared, list) else []
-    )
-    if names:
-        kinds = {_normalise_type(name) for name in names}
-        if None not in kinds:  # an unknown type name constrains nothing we can check
-            if schema.get("nullable") is True:
-                kinds.add("null")
-            if not any(_has_type(value, kind) for kind in kinds if kind is not None):
-                wanted = " or ".join(sorted(kind for kind in kinds if kind is not None))
-                problems.append(f"{_where(path)}: expected {wanted}, got {_json_type(value)}")
-                return
-    if value is None and schema.get("nullable") is True:
-        return
-    members = schema.get("enum")
-    if (
-        isinstance(members, (list, tuple))
-        and members
-        and not any(_json_equal(value, member) for member in members)
-    ):
-        shown = ", ".join(json.dumps(m, ensure_ascii=False, default=str) for m in list(members)[:10])
-        problems.append(f"{_where(path)}: {_preview_value(value)} is not one of [{shown}]")
-    if "const" in schema and not _json_equal(value, schema["const"]):
-        problems.append(f"{_where(path)}: must equal {json.dumps(schema['const'], default=str)}")
-    for key in ("anyOf", "oneOf"):
-        alternatives = schema.get(key)
-        if (
-            isinstance(alternatives, (list, tuple))
-            and alternatives
-            and not any(_quietly_valid(value, alt, path, depth + 1) for alt in alternatives)
-        ):
-            shown = _preview_value(value)
-            problems.append(f"{_where(path)}: {shown} matches none of the {key} alternatives")
-    all_of = schema.get("allOf")
-    if isinstance(all_of, (list, tuple)):
-        for alternative in all_of:
-            _validate(value, alternative, path, depth + 1, problems)
-    if isinstance(value, Mapping):
-        _validate_object(value, schema, path, depth, problems)
-    elif isinstance(value, (list, tuple)):
-        items = schema.get("items")
-        if isinstance(items, Mapping):
-            for index, item in enumerate(value):
-                _validate(item, items, f"{path}[{index}]" if path else f"[{index}]", depth + 1, problems)
-
-
-def _validate_object(
-    value: Mapping[Any, Any], schema: Mapping[str, Any], path: str, depth: int, problems: list[str]
-) -> None:
-    properties = schema.get("properties")
-    props: Mapping[str, Any] = properties if isinstance(properties, Mapping) else {}
-    required = schema.get("required")
-    if isinstance(required, (list, tuple)):
-        for name in required:
-            if isinstance(name, str) and name not in value:
-                where = f" in {path}" if path else ""
-                problems.append(f"missing required property {name!r}{where}")
-    extra = schema.get("additionalProperties")
-    for name, item in value.items():
-        key = str(name)
-        if key in props:
-            _validate(item, props[key], _join(path, key), depth + 1, problems)
-        elif extra is False:
-            where = f" in {path}" if path else ""
-            problems.append(f"unknown property {key!r}{where} (additionalProperties is false)")
-        elif isinstance(extra, Mapping):
-            _validate(item, extra, _join(path, key), depth + 1, problems)
-
-
-def _quietly_valid(value: object, schema: object, path: str, depth: int) -> bool:
-    scratch: list[str] = []
-    _validate(value, schema, path, depth, scratch)
-    return not scratch
-
-
-def _preview_value(value: object) -> str:
-    try:
-        spelled = json.dumps(value, ensure_ascii=False, default=str)
-    except (TypeError, ValueError, RecursionError):
-        spelled = repr(value)
-    return spelled if len(spelled) <= 40 else spelled[:40] + "..."
-
-
 def validate_arguments(arguments: Mapping[str, Any], schema: Mapping[str, Any] | None) -> list[str]:
-    """Check a closed call's arguments against its tool's parameters schema.
+    """Check a closed call's arguments against its tool's parameters schema; [] means valid.
 
-    Supports the subset tool schemas actually use: ``type`` (names or lists, plus OpenAPI
-    ``nullable``), ``enum``, ``const``, ``anyOf``/``oneOf`` (both read as "at least one
-    alternative fits": tool schemas often have overlapping alternatives such as integer and
-    number, and rejecting those would be pedantry), ``allOf``, ``properties``, ``required``,
-    ``additionalProperties`` (false or a schema) and ``items``, recursively. ``$ref`` and unknown
-    keywords are not checked. Returns human-readable problems; an empty list means valid. Never
-    raises: validation informs, it must not break the parse.
+    The verdict is fastjsonschema's (``engine/schema.py``), with the validator compiled once per
+    distinct schema; each string is one ``schema.Problem`` (``location.city: required``), whose
+    structured form ``check_arguments`` returns. A schema that cannot be compiled gives no
+    problems here (the call is not blocked); ``schema_notes`` says why, for reporting once.
+    Never raises: validation informs, it must not break the parse.
     """
     try:
-        if schema is None or not isinstance(schema, Mapping):
-            return []
-        if not isinstance(arguments, Mapping):
-            return [f"arguments: expected object, got {_json_type(arguments)}"]
-        problems: list[str] = []
-        _validate(arguments, schema, "", 0, problems)
-        return problems
+        return [str(problem) for problem in schema_mod.check_arguments(arguments, schema)]
     except Exception as exc:  # the no-raise guarantee; not expected to trigger
         return [f"could not validate arguments: {type(exc).__name__}: {exc}"]
+
+
+def check_arguments(arguments: Mapping[str, Any], schema: Mapping[str, Any] | None) -> list[schema_mod.Problem]:
+    """The problems ``validate_arguments`` describes, as data (path, keyword, expected, value)."""
+    try:
+        return schema_mod.check_arguments(arguments, schema)
+    except Exception:  # the no-raise guarantee; not expected to trigger
+        return []
+
+
+def schema_notes(schema: Mapping[str, Any] | None) -> tuple[str, ...]:
+    """Why ``schema`` is not (fully) checked: invalid, remote ``$ref``, unknown type names."""
+    try:
+        return schema_mod.schema_notes(schema)
+    except Exception as exc:  # the no-raise guarantee; not expected to trigger
+        return (f"could not compile the schema: {type(exc).__name__}",)

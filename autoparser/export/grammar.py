@@ -38,6 +38,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from ..engine.schema import inline_refs
 from ..profile import CodecSpec, MessagesSpec, Profile, ToolSpec
 from .errors import ExportError
 
@@ -170,7 +171,8 @@ class _Builder:
 
     def __init__(self, profile: Profile, tools: Mapping[str, Mapping[str, Any]]) -> None:
         self.p = profile
-        self.tools = dict(tools)
+        # $ref resolved as validation resolves it (a recursive one widens to any value)
+        self.tools = {name: inline_refs(sch) if isinstance(sch, Mapping) else sch for name, sch in tools.items()}
         self.r = _Rules()
         self.ws = self.r.add("ws", "[ \\t\\n\\r]*")
         self.notes: list[str] = []
@@ -787,7 +789,7 @@ def _harmony_grammar(profile: Profile, schemas: Mapping[str, Mapping[str, Any]],
     h = _Harmony(b, m)
     triggers = (m.channel, m.start)
     notes = ("object properties follow the schema's order; no extra properties",
-             "unsupported schema keywords (pattern, length and range limits, $ref) widen to the type",
+             "unsupported schema keywords (pattern, length and range limits, recursive $ref) widen to the type",
              "Harmony: from the first header marker on, every header is spelt by the grammar; analysis, "
              "commentary and final bodies are free text without markers; a turn ends with a final "
              "message or with calls; the end marker after the last message is optional (a stop token)")
@@ -856,7 +858,7 @@ def build_grammar(profile: Profile, tools: object = None, fmt: GrammarFormat = "
     start_triggers = tuple(x for x in all_triggers if x in b.t.lookahead_at_start)
     triggers = tuple(x for x in all_triggers if x not in start_triggers)
     notes = ["object properties follow the schema's order; no extra properties",
-             "unsupported schema keywords (pattern, length and range limits, $ref) widen to the type"]
+             "unsupported schema keywords (pattern, length and range limits, recursive $ref) widen to the type"]
     if b.t.lookahead_at_start:
         notes.append(f"bare calls starting with {', '.join(map(repr, b.t.lookahead_at_start))} are only "
                      "recognised at the start of the output")

@@ -39,6 +39,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from autoparser.engine.schema import inline_refs
 from autoparser.errors import AutoparserError
 from autoparser.profile import CodecSpec, Profile
 
@@ -445,7 +446,7 @@ def tool_schemas(tools: object) -> dict[str, Mapping[str, Any]]:
     if tools is None:
         return {}
     if isinstance(tools, Mapping):
-        return {str(k): (v if isinstance(v, Mapping) else {}) for k, v in tools.items()}
+        return {str(k): (inline_refs(v) if isinstance(v, Mapping) else {}) for k, v in tools.items()}
     if not isinstance(tools, Sequence) or isinstance(tools, str):
         raise GrammarError(f"tools must be a list of tool definitions, got {type(tools).__name__}")
     out: dict[str, Mapping[str, Any]] = {}
@@ -454,7 +455,8 @@ def tool_schemas(tools: object) -> dict[str, Mapping[str, Any]]:
         if not isinstance(fn, Mapping) or not isinstance(fn.get("name"), str):
             raise GrammarError(f"tools[{i}] is not a tool definition (no function name)")
         params = fn.get("parameters")
-        out[fn["name"]] = params if isinstance(params, Mapping) else {"type": "object", "properties": {}}
+        # $ref resolved as validation resolves it (a recursive one widens to any value)
+        out[fn["name"]] = inline_refs(params) if isinstance(params, Mapping) else {"type": "object", "properties": {}}
     return out
 
 
