@@ -13,12 +13,16 @@ ENGINE = ROOT / "autoparser" / "engine"
 
 
 def _codes_used() -> set[str]:
-    """String constants passed as the code of ``self._issue(...)``, of ``issues.append((code, ...))``
-    and of ``code = "a" if ... else "b"`` in the engine (the three ways the engine records one)."""
+    """String constants passed as the code of ``self._issue(...)``, of ``Issue("code", ...)``, of
+    ``issues.append((code, ...))`` and of ``code = "a" if ... else "b"`` in the engine (the ways the
+    engine records one)."""
     used: set[str] = set()
     for path in ENGINE.glob("*.py"):
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "Issue" \
+                    and node.args and isinstance(node.args[0], ast.Constant):
+                used.add(str(node.args[0].value))
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.args:
                 first = node.args[0]
                 if node.func.attr == "_issue":

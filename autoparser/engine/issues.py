@@ -20,10 +20,13 @@ class IssueCode(str, Enum):
     double_encoded_arguments = "double_encoded_arguments"
     invalid_call = "invalid_call"
     invalid_header = "invalid_header"
+    lookalike_marker = "lookalike_marker"
     missing_end_marker = "missing_end_marker"
+    noncharacter = "noncharacter"
     partial_value = "partial_value"
     repaired_arguments = "repaired_arguments"
     schema_mismatch = "schema_mismatch"
+    schema_unusable = "schema_unusable"
     stream_mismatch = "stream_mismatch"
     text_after_call = "text_after_call"
     truncated_call = "truncated_call"
@@ -43,10 +46,19 @@ _MEANING: dict[IssueCode, str] = {
         "or dropped per profile), or malformed after it was announced (status `invalid`)"
     ),
     IssueCode.invalid_header: "a Harmony message header that never reached its message marker",
+    IssueCode.lookalike_marker: (
+        "token mode: a marker's text arrived as ordinary text, not as its special token; kept as "
+        "text (or accepted as the marker, per policy)"
+    ),
+    IssueCode.noncharacter: "token mode: a Unicode noncharacter in the output was replaced by U+FFFD",
     IssueCode.missing_end_marker: "a call or section was not closed; recovered at the next marker or the end",
     IssueCode.partial_value: "the last tagged parameter value was cut off and surfaced as is (status `truncated`)",
     IssueCode.repaired_arguments: "closing brackets were missing before the end marker; added (status `repaired`)",
     IssueCode.schema_mismatch: "arguments do not match the tool's JSON schema (status `invalid`)",
+    IssueCode.schema_unusable: (
+        "a tool schema the validator cannot use (invalid, or a remote `$ref`): reported once per "
+        "tool; its calls are not blocked"
+    ),
     IssueCode.stream_mismatch: (
         "the complete body parsed to other arguments than "
         "were streamed; the streamed ones were kept (status `repaired`)"

@@ -31,7 +31,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from ..errors import AutoparserError, OptionError, ParseError
 from ..events import (
@@ -815,15 +815,25 @@ class Parser:
             if status == "ok":
                 status = "repaired"
         if self._have_tools and rg.stream_known:
-            problems = values.validate_arguments(args, self._schemas.get(c.name))
-            if problems:
-                msg = f"{c.name}: arguments do not match the tool schema: {'; '.join(problems)}"
-                self._issue("schema_mismatch", msg, pos,
-                            "raise" if self.policy.schema_mismatch == "raise" else "")
-                if status == "ok":
-                    status = "invalid"
+            status = self._check_schema(c.name, args, status, pos)
         self._events.append(ToolCallEnd(idx, args, status))
         self._calls.append(ToolCall(c.name, args, rg.stream_id, status, rg.stream_known))
+
+    def _check_schema(self, name: str, arguments: dict[str, Any], status: CallStatus, pos: int) -> CallStatus:
+        """Validate a known tool's arguments (streamed or whole: one check for both paths); a schema
+        the validator cannot use is reported once per tool and never blocks the call."""
+        schema = self._schemas.get(name)
+        if name not in self._schema_noted:
+            self._schema_noted.add(name)
+            for note in values.schema_notes(schema):
+                self._issue("schema_unusable", f"{name}: {note}", pos)
+        problems = values.validate_arguments(arguments, schema)
+        if problems:
+            msg = f"{name}: arguments do not match the tool schema: {'; '.join(problems)}"
+            self._issue("schema_mismatch", msg, pos, "raise" if self.policy.schema_mismatch == "raise" else "")
+            if status == "ok":
+                return "invalid"
+        return status
 
     def _emit_call(self, c: ParsedCall, pos: int) -> None:
         known = not self._have_tools or c.name in self._schemas
@@ -841,16 +851,7 @@ class Parser:
             self._issue(code, f"{c.name}: {msg}", pos)
         status: CallStatus = c.status
         if self._have_tools and known:
-            for note in () if c.name in self._schema_noted else values.schema_notes(self._schemas.get(c.name)):
-                self._issue("schema_unusable", f"{c.name}: {note}", pos)  # reported once; the call is not blocked
-            self._schema_noted.add(c.name)
-            problems = values.validate_arguments(c.arguments, self._schemas.get(c.name))
-            if problems:
-                msg = f"{c.name}: arguments do not match the tool schema: {'; '.join(problems)}"
-                self._issue("schema_mismatch", msg, pos,
-                            "raise" if self.policy.schema_mismatch == "raise" else "")
-                if status == "ok":
-                    status = "invalid"
+            status = self._check_schema(c.name, c.arguments, status, pos)
         self._events.append(ToolCallArgsDelta(idx, json.dumps(c.arguments, ensure_ascii=False)))
         self._events.append(ToolCallEnd(idx, c.arguments, status))
         self._calls.append(ToolCall(c.name, c.arguments, cid, status, known))
