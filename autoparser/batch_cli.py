@@ -182,8 +182,8 @@ class _Writer:
                               for c in self.fields})
         if self._pq is None:
             self._pq = pq.ParquetWriter(self.path, chunk.schema)
-        elif chunk.schema != self._pq.schema.to_arrow_schema():
-            chunk = chunk.cast(self._pq.schema.to_arrow_schema())
+        elif chunk.schema != self._pq.schema:  # e.g. a column that was all null in the first batch
+            chunk = chunk.cast(self._pq.schema)
         self._pq.write_table(chunk)
 
     def close(self) -> None:
