@@ -95,6 +95,7 @@ class Stats:
     calls: Counter[str] = field(default_factory=Counter)
     bytes_in: int = 0
     seconds: float = 0.0
+    startup_seconds: float = 0.0  # starting (or joining) the Ray cluster, included in ``seconds``
 
     def add(self, error_kinds: list[Any], call_status: list[Any]) -> None:
         self.rows += len(error_kinds)
@@ -108,16 +109,18 @@ class Stats:
         return {"rows": self.rows, "errors": dict(sorted(self.errors.items())),
                 "calls": dict(sorted(self.calls.items())), "seconds": round(self.seconds, 3),
                 "rows_per_second": round(rate, 1),
-                "mb_per_second": round(self.bytes_in / 1e6 / self.seconds, 2) if self.seconds else 0.0}
+                "mb_per_second": round(self.bytes_in / 1e6 / self.seconds, 2) if self.seconds else 0.0,
+                "startup_seconds": round(self.startup_seconds, 3)}
 
     def write(self, out: TextIO) -> None:
         d = self.to_dict()
+        ray_start = f", of which {self.startup_seconds:.1f} s starting Ray" if self.startup_seconds else ""
         errs = ", ".join(f"{k} {v}" for k, v in d["errors"].items()) or "none"
         calls = ", ".join(f"{k} {v}" for k, v in d["calls"].items()) or "none"
         out.write(f"rows     {d['rows']}\nerrors   {sum(self.errors.values())} ({errs})\n"
                   f"calls    {sum(self.calls.values())} ({calls})\n"
                   f"speed    {d['rows_per_second']:.0f} rows/s, {d['mb_per_second']:.1f} MB/s "
-                  f"({d['seconds']:.1f} s)\n")
+                  f"({d['seconds']:.1f} s{ray_start})\n")
 
 
 # -- reading and writing -------------------------------------------------------------------------
@@ -298,7 +301,9 @@ def _ray_workers(ray: Any) -> int:
 
 
 def _run_ray(job: BatchJob, stats: Stats, stderr: TextIO, address: str | None, num_cpus: int | None) -> None:
+    t0 = time.perf_counter()
     ray = _ray_init(address, num_cpus)
+    stats.startup_seconds = time.perf_counter() - t0
     from ray.data import DataContext  # type: ignore[import-untyped, import-not-found, unused-ignore]
 
     ctx = DataContext.get_current()
