@@ -204,7 +204,7 @@ class Parse:
     profiles are resolved once per worker), each call parses one batch.
 
     >>> ds.map_batches(Parse, fn_constructor_kwargs={"profile_column": "model"},
-    ...                batch_format="pyarrow", concurrency=4)   # doctest: +SKIP
+    ...                batch_format="pyarrow")   # doctest: +SKIP
 
     ``profile`` is one profile for every row (a :class:`Profile`, or a spec as in a profile
     column); ``profile_column`` names each row's spec instead. ``tools`` is one list for every
