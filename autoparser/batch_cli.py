@@ -217,17 +217,19 @@ class _Progress:
 
     def rows_done(self, rows: int) -> None:
         self.rows += rows
-        now = time.perf_counter()
-        if self.on and now - self._last > 0.2:
-            self._last = now
-            frac = min(self.done / self.total, 1.0)
-            bar = "#" * int(frac * 30)
-            rate = self.rows / max(now - self._t0, 1e-9)
-            self.stream.write(f"\r[{bar:30}] {frac * 100:5.1f}%  {self.rows} rows  {rate:.0f} rows/s")
-            self.stream.flush()
+        if self.on and time.perf_counter() - self._last > 0.2:
+            self._draw()
+
+    def _draw(self) -> None:
+        now = self._last = time.perf_counter()
+        frac = min(self.done / self.total, 1.0)
+        rate = self.rows / max(now - self._t0, 1e-9)
+        self.stream.write(f"\r[{'#' * int(frac * 30):30}] {frac * 100:5.1f}%  {self.rows} rows  {rate:.0f} rows/s")
+        self.stream.flush()
 
     def end(self) -> None:
         if self.on:
+            self._draw()
             self.stream.write("\n")
 
 
