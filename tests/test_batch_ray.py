@@ -63,7 +63,8 @@ def test_map_batches_with_the_parse_class(cluster: Any, tmp_path: Path) -> None:
     rows = [r for r in bench.make_rows(200, tmp_path / "t", bad_every=13) if isinstance(r, dict)]
     rows = [{**r, "completion": r["completion"] if not isinstance(r["completion"], int) else None} for r in rows]
     table = pa.Table.from_pylist(rows)
-    ds = cluster.data.from_arrow(table).repartition(4)
+    half = table.num_rows // 2
+    ds = cluster.data.from_arrow([table.slice(0, half), table.slice(half)])  # two blocks, two actors
     out = ds.map_batches(Parse, fn_constructor_kwargs={"profile_column": "dialect", "tools": bench.TOOLS},
                          batch_format="pyarrow")
     got = pa.concat_tables(out.iter_batches(batch_format="pyarrow", batch_size=None)).to_pylist()
