@@ -46,8 +46,9 @@ TEMPLATE = """{%- for m in messages -%}
 
 BROKEN_TEMPLATE = "{% for m in messages %}{{ m.content }"  # unterminated: Jinja cannot compile it
 
-_WORDS = ("the model answers with a short note about weather and search results in several cities "
-          "including Zürich, São Paulo and 東京 while it also explains why the forecast changes").split()
+_SENTENCE = ("the model answers with a short note about weather and search results in several cities "
+             "including Zürich, São Paulo and 東京 while it also explains why the forecast changes")
+_WORDS = _SENTENCE.split()
 
 
 def _prose(rng: random.Random, lo: int, hi: int) -> str:
