@@ -23,7 +23,8 @@ usage: autoparse PATH [--json] [--explain] [--emit FORMAT]   analyse a model dir
                        [--reasoning MODE]
                                                            parse stdin into an OpenAI message (or events)
        autoparse dialects                                  list the builtin dialects
-       autoparse scan PATH...                              analyse many models or templates
+       autoparse scan PATH... [--engine ray]               analyse many models or templates
+       autoparse batch IN -o OUT --profile-column COL      parse a JSONL/Parquet file of completions
        autoparse verify [PATH] [--dialect NAME ...]        check a profile against live OpenVINO output
        autoparse demo                                      show the parser at work on built-in examples
 """
@@ -44,7 +45,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             from .demo import run_demo
 
             return run_demo(rest, sys.stdout)
-        if cmd in ("scan", "verify"):
+        if cmd in ("scan", "verify", "batch"):
             return _delegate(cmd, rest)
         return _delegate("analyze", args)
     except AutoparserError as e:
@@ -59,7 +60,7 @@ def _delegate(cmd: str, rest: list[str]) -> int:
     import importlib
 
     modules = {"analyze": "autoparser.derive.cli", "scan": "autoparser.derive.cli",
-               "verify": "autoparser.live.verify"}
+               "verify": "autoparser.live.verify", "batch": "autoparser.batch_cli"}
     try:
         mod = importlib.import_module(modules[cmd])
     except ModuleNotFoundError as e:

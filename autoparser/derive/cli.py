@@ -15,17 +15,14 @@ from ..profile import Profile
 __all__ = ["main_analyze", "main_scan"]
 
 
-def _analyze_path(path: str, known: bool) -> tuple[Any, Any]:
+def _analyze_path(path: str, known: bool, refresh: bool = False) -> tuple[Any, Any]:
+    """Through the profile cache (autoparser/cache.py); ``refresh`` re-analyses (``--explain``
+    needs the findings, which the cache does not keep)."""
+    from ..cache import analyze_source
     from ..templates.sources import load_source
-    from . import analyze_detailed
 
     src = load_source(Path(path))
-    an = analyze_detailed(src.template_for(tools=True), src.bos_token, src.eos_token, known=known,
-                          special_tokens=src.special_tokens, model_id=src.model_id)
-    from ..tokens import with_special_markers
-
-    an.profile = with_special_markers(an.profile, src.special_tokens, src.kind)
-    return src, an
+    return src, analyze_source(src, known=known, refresh=refresh)
 
 
 def main_analyze(argv: list[str], out: TextIO | None = None) -> int:
@@ -46,7 +43,7 @@ def main_analyze(argv: list[str], out: TextIO | None = None) -> int:
     ap.add_argument("--no-save", action="store_true", help="do not write the profile")
     a = ap.parse_args(argv)
     try:
-        src, an = _analyze_path(a.path, known=not a.pure)
+        src, an = _analyze_path(a.path, known=not a.pure, refresh=a.explain)
     except AutoparserError as e:
         sys.stderr.write(f"autoparse: error: {e}\n")
         return 1
@@ -90,7 +87,8 @@ def _summary(out: TextIO, src: Any, an: Any) -> None:
     w(f"{src.path}  ({src.kind}{', ' + src.model_id if src.model_id else ''})\n")
     w(f"  dialect      {p.name or 'no builtin match (a new format)'}\n")
     w(f"  confidence   {p.confidence:.2f}   self-check {an.check.passed}/{an.check.rendered}"
-      f"   analysed in {an.seconds * 1000:.0f} ms ({an.renders} renders)\n")
+      f"   analysed in {an.seconds * 1000:.0f} ms ({an.renders} renders"
+      f"{'; from the profile cache' if getattr(an, 'cached', False) else ''})\n")
     r = p.reasoning
     if r is not None:
         w(f"  reasoning    {' | '.join(r.open) or '(opened by the prompt)'} ... {' | '.join(r.close)}"
@@ -147,6 +145,9 @@ def main_scan(argv: list[str], out: TextIO | None = None) -> int:
     ap.add_argument("paths", nargs="+")
     ap.add_argument("--json", action="store_true", help="one JSON object per line instead of a table")
     ap.add_argument("--pure", action="store_true")
+    ap.add_argument("--engine", choices=["local", "ray"], default="local",
+                    help="ray: analyse in parallel on Ray (a local cluster, or --address)")
+    ap.add_argument("--address", help="Ray cluster address for --engine ray")
     a = ap.parse_args(argv)
     files: list[Path] = []
     for raw in a.paths:
@@ -157,18 +158,16 @@ def main_scan(argv: list[str], out: TextIO | None = None) -> int:
             files.append(p)
     rows = []
     t0 = time.perf_counter()
-    for i, f in enumerate(files, 1):
+    if a.engine == "ray":
+        from ..batch_cli import scan_paths_ray
+
+        rows = scan_paths_ray([str(f) for f in files], _scan_pure if a.pure else _scan_row, address=a.address)
+        if a.json:
+            out.writelines(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
+    for i, f in enumerate(files if a.engine == "local" else [], 1):
         if not a.json and sys.stderr.isatty():
             sys.stderr.write(f"\r[{i}/{len(files)}] {str(f)[-60:]:60}")
-        try:
-            _src, an = _analyze_path(str(f), known=not a.pure)
-            p = an.profile
-            row = {"path": str(f), "dialect": p.name, "confidence": p.confidence,
-                   "tools": p.tools.codec.kind if p.tools else None,
-                   "reasoning": "/".join(p.reasoning.close) if p.reasoning else None,
-                   "self_check": f"{an.check.passed}/{an.check.rendered}", "ms": round(an.seconds * 1000)}
-        except AutoparserError as e:
-            row = {"path": str(f), "error": str(e)[:160]}
+        row = _scan_row(str(f), known=not a.pure)
         rows.append(row)
         if a.json:
             out.write(json.dumps(row, ensure_ascii=False) + "\n")
@@ -188,6 +187,24 @@ def main_scan(argv: list[str], out: TextIO | None = None) -> int:
                   f"{sum(1 for r in ok if r['confidence'] >= 0.9)} with confidence >= 0.9, "
                   f"{len(rows) - len(ok)} errors\n")
     return 0
+
+
+def _scan_row(path: str, known: bool = True) -> dict[str, Any]:
+    """One line of ``autoparse scan`` (a module-level function, so Ray workers can run it)."""
+    try:
+        _src, an = _analyze_path(path, known=known)
+        p = an.profile
+        return {"path": path, "dialect": p.name, "confidence": p.confidence,
+                "tools": p.tools.codec.kind if p.tools else None,
+                "reasoning": "/".join(p.reasoning.close) if p.reasoning else None,
+                "self_check": f"{an.check.passed}/{an.check.rendered}", "ms": round(an.seconds * 1000),
+                "cached": bool(getattr(an, "cached", False))}
+    except AutoparserError as e:
+        return {"path": path, "error": str(e)[:160]}
+
+
+def _scan_pure(path: str) -> dict[str, Any]:
+    return _scan_row(path, known=False)
 
 
 def _is_model_dir(p: Path) -> bool:
