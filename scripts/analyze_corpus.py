@@ -122,6 +122,52 @@ def absent_markers(template: str, cases: list[dict[str, Any]], failed: list[str]
     return out
 
 
+# -- the `other:` measure: a template whose format no builtin covers parses its own call example --
+
+OTHER_TOOLS: list[dict[str, Any]] = [{"type": "function", "function": {
+    "name": "get_weather", "description": "weather forecast",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
+                   "required": ["city"]}}}]
+OTHER_WANT = [{"name": "get_weather", "arguments": {"city": "Paris", "days": 3}}]
+
+
+def other_example(row: dict[str, str]) -> str:
+    """The call example of an EXPECTED.tsv row (written with ``\\n`` escapes)."""
+    return row["call_example"].replace("\\n", "\n").replace("\\t", "\t")
+
+
+def other_measure(prof: autoparser.Profile, row: dict[str, str]) -> dict[str, Any]:
+    """Parse the row's own call example with the derived profile: exactly one call
+    ``get_weather({"city": "Paris", "days": 3})`` passes (whole and character by character)."""
+    raw = other_example(row)
+    got: list[Any] = []
+    try:
+        for chunks in ([raw], list(raw)):
+            p = prof.parser(tools=OTHER_TOOLS)
+            for ch in chunks:
+                p.feed(ch)
+            p.close()
+            res = p.result()
+            got.append(([{"name": c.name, "arguments": c.arguments} for c in res.tool_calls],
+                        res.content.strip()))
+    except Exception as e:  # a crash is a miss
+        return {"other_pass": False, "other_got": repr(e)[:200]}
+    calls, content = got[0]
+    ok = got[0] == got[1] and calls == OTHER_WANT
+    return {"other_pass": ok, "other_got": {"calls": calls, "content": content[:120]},
+            "other_chunking_agrees": got[0] == got[1]}
+
+
+def other_cause(prof: autoparser.Profile, rec: dict[str, Any]) -> str:
+    """Why an `other:` template misses: no calls derived (and what the evidence says), or what
+    the parse of its example gave instead."""
+    if prof.tools is None and prof.messages is None:
+        why = [e for e in prof.evidence if e.startswith(("tools", "content", "renders"))]
+        return "no tool calls derived: " + ("; ".join(why)[:300] or "no evidence")
+    got = rec.get("other_got")
+    return f"derived {describe(prof)[:120]}; the example parses to {json.dumps(got, ensure_ascii=False)[:240]}"
+
+
 def describe(prof: autoparser.Profile) -> str:
     if prof.messages is not None:
         m = prof.messages
@@ -144,8 +190,11 @@ def describe(prof: autoparser.Profile) -> str:
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--shared", default=str(ROOT.parent / "shared"))
-    ap.add_argument("--only")
+    ap.add_argument("--only", help="only templates whose file name contains this")
+    ap.add_argument("--format", help="only templates whose EXPECTED tool_format starts with this "
+                    "(`other:` is the measure of formats no builtin covers)")
     ap.add_argument("--no-write", action="store_true")
+    ap.add_argument("--save", help="also write the per-template records (JSON) to this path")
     a = ap.parse_args()
     shared = Path(a.shared)
     tdir = shared / "templates"
@@ -164,6 +213,8 @@ def main() -> int:
     for row in rows:
         f = row["file"]
         if a.only and a.only not in f:
+            continue
+        if a.format and not row["tool_format"].startswith(a.format):
             continue
         src = sources.get(f, {})
         text = (tdir / f).read_text(encoding="utf-8")
@@ -213,15 +264,26 @@ def main() -> int:
         else:
             rec["agrees"] = None
             rec["correct"] = None
+            if exp.startswith("other:"):
+                rec.update(other_measure(prof, row))
+                if not rec["other_pass"]:
+                    rec["other_cause"] = other_cause(prof, rec)
         out.append(rec)
-        flag = {True: "ok ", False: "MISS", None: "   "}[rec["correct"]]
-        peer = f" peers {rec['peer_pass']}/{rec['peer_total']}" if "peer_pass" in rec else ""
+        flag = {True: "ok ", False: "MISS", None: "   "}[rec["correct"] if "other_pass" not in rec
+                                                       else rec["other_pass"]]
+        peer = (f" peers {rec['peer_pass']}/{rec['peer_total']} covered {'ok' if rec['covered_correct'] else 'MISS'}"
+                if "peer_pass" in rec else "")
         print(f"{flag} {f}: {prof.name} conf {prof.confidence}{peer} check {rec['self_check']} "
               f"[{rec['derived'][:90]}]", flush=True)
+        if rec.get("other_cause"):
+            print(f"     cause: {rec['other_cause'][:300]}", flush=True)
     total = time.perf_counter() - t_all
     summary = _summary(out, total)
     print(json.dumps(summary, indent=2))
-    if not a.no_write and not a.only:
+    if a.save:
+        Path(a.save).write_text(json.dumps({"summary": summary, "templates": out}, indent=1,
+                                           ensure_ascii=False) + "\n", encoding="utf-8")
+    if not a.no_write and not a.only and not a.format:
         adir = ROOT / "analysis"
         adir.mkdir(exist_ok=True)
         (adir / "corpus.json").write_text(json.dumps({"summary": summary, "templates": out}, indent=1,
