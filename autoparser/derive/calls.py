@@ -18,6 +18,7 @@ from typing import Any
 
 from ..profile import CodecSpec, ReasoningSpec, ToolSpec
 from .extract import Findings, find_content
+from .induce import SLOT, constant_head, constant_tail, has_slot, number_slot, slotted
 from .markup import (
     common_prefix,
     common_suffix,
@@ -28,6 +29,7 @@ from .markup import (
 )
 from .probes import (
     CONTENT,
+    call_id,
     KEY1,
     KEY2,
     NAME1,
@@ -67,7 +69,40 @@ def find_tools(pr: Prober, f: Findings) -> None:
         attempts += [replace(a, documents=True) for a in attempts]
     if not pr.renderer.reads("tool_calls"):
         attempts = plain  # it never reads a call: other shapes cannot show one
-    found = False
+    found = _first_rendering(pr, f, attempts, tools)
+    if pr.flat_tools:
+        f.evidence.append("tools.list: the template reads a flat tool list (name, description, parameters), "
+                          "not OpenAI's {type, function}; the probes passed it that way")
+    if not found and any(p.span and VAL1 in p.span and NAME1 not in p.span for p in f.probes):
+        # the arguments render but the name never does: the template may write the caller's id in
+        # its place; calls whose ids are their names show where that slot is
+        shown = {p.label for p in f.probes if p.span and VAL1 in p.span}
+        again = [replace(a, id_is_name=True) for a in attempts if a.ids and f"1 call ({a.label})" in shown]
+        found = _first_rendering(pr, f, again[:2], tools)
+    if not found:
+        pr.permissive = False
+        errs = [p.error for p in f.probes if p.error and "call" in p.label]
+        rendered = any(p.span and NAME1 in p.span for p in f.probes)
+        args_only = any(p.span and VAL1 in p.span and NAME1 not in p.span for p in f.probes)
+        if args_only and f.reasoning is None:
+            find_reasoning(pr, f, tools, call_turn=CallShape().message([call(NAME1, ARGS1, 1)]))
+        if args_only:
+            # Kimi K2 0905: the call slot holds the caller's id (or nothing), never the name
+            f.say("tools", 0.4, "the template writes tool calls without their function names (the caller's "
+                  "call id, if any, stands where a name would be); how the model names the function "
+                  "is not in the template, so no call format is derived")
+        elif rendered:
+            f.say("tools", 0.3, "tool calls render, but no codec explains them")
+        else:
+            # a call render that succeeded without showing the call: the template ignores tool calls
+            ignored = any(p.span is not None and "call" in p.label for p in f.probes)
+            f.say("tools", 0.9 if ignored or not errs else 0.6,
+                  "the template renders no tool calls"
+                  + (" (it renders assistant turns with tool_calls, leaving the calls out)" if ignored
+                     else f" (renders failed: {errs[0]})" if errs else ""))
+
+def _first_rendering(pr: Prober, f: Findings, attempts: list[CallShape], tools: list[dict[str, Any]]) -> bool:
+    """Try the call shapes in order; the first whose renders a codec explains sets ``f.tools``."""
     for a in attempts:
         pr.permissive = a.permissive
         kw = a.context()
@@ -94,6 +129,10 @@ def find_tools(pr: Prober, f: Findings) -> None:
             # e.g. dict arguments printed as a Python repr: another shape may render cleanly
             f.evidence.append(f"tools: with {a.label} calls render as {b1[:80]!r}, which no codec explains")
             continue
+        if a.id_is_name:
+            spec = _id_for_name(spec, f)
+            if spec is None:
+                continue
         f.tools = spec
         f.call_shape = a
         if a.documents:
@@ -108,32 +147,23 @@ def find_tools(pr: Prober, f: Findings) -> None:
             f.say("tools.render", 0.85, "tool calls render only under the laxer semantics of other engines "
                   "(content None kept, lists mutable, tojson of an iterator), not under transformers 5's; "
                   "the model was trained on renders like these")
-        found = True
         if f.reasoning is None:
             find_reasoning(pr, f, tools, call_turn=replace(a, reasoned=False).message([a.call(NAME1, ARGS1, 1)]),
                            context=kw)
-        break
-    if not found:
-        pr.permissive = False
-        errs = [p.error for p in f.probes if p.error and "call" in p.label]
-        rendered = any(p.span and NAME1 in p.span for p in f.probes)
-        args_only = any(p.span and VAL1 in p.span and NAME1 not in p.span for p in f.probes)
-        if args_only and f.reasoning is None:
-            find_reasoning(pr, f, tools, call_turn=CallShape().message([call(NAME1, ARGS1, 1)]))
-        if args_only:
-            # Kimi K2 0905: the call slot holds the caller's id (or nothing), never the name
-            f.say("tools", 0.4, "the template writes tool calls without their function names (the caller's "
-                  "call id, if any, stands where a name would be); how the model names the function "
-                  "is not in the template, so no call format is derived")
-        elif rendered:
-            f.say("tools", 0.3, "tool calls render, but no codec explains them")
-        else:
-            # a call render that succeeded without showing the call: the template ignores tool calls
-            ignored = any(p.span is not None and "call" in p.label for p in f.probes)
-            f.say("tools", 0.9 if ignored or not errs else 0.6,
-                  "the template renders no tool calls"
-                  + (" (it renders assistant turns with tool_calls, leaving the calls out)" if ignored
-                     else f" (renders failed: {errs[0]})" if errs else ""))
+        return True
+    return False
+
+def _id_for_name(spec: ToolSpec, f: Findings) -> ToolSpec | None:
+    """The renders came from calls whose ids were their names: where the name showed, the template
+    wrote the id. The header's name slot is an id slot (the name is read from the id)."""
+    c = spec.codec
+    if c.kind != "name_json" or "{name}" not in c.header:
+        return None
+    f.say("tools.codec", 0.7, "the template writes the caller's call id where other templates write the "
+          f"name (header {c.header.replace('{name}', '{id}')!r}); the model's id names the function, by a "
+          "convention the template does not show")
+    return replace(spec, codec=replace(c, header=c.header.replace("{name}", "{id}")))
+
 
 def _empty_content_wrapper(pr: Prober, f: Findings, a: CallShape, b1: str, tools: list[dict[str, Any]],
                            kw: dict[str, Any]) -> str:
@@ -182,6 +212,14 @@ def _call_block(span: str, f: Findings) -> str:
         if m:
             s = s[m.end():]
     post = f.content_post
+    lead = common_prefix(s, post)
+    if lead.strip(_WS) and lead != post and _balanced_cut(lead.rstrip(_WS), len(lead.rstrip(_WS)),
+                                                          len(lead.rstrip(_WS))):
+        # the calls start with what closes a plain message's content (an empty content block the
+        # template writes before the calls): the content's wrapper, not the calls' markers
+        toks = [t for t in marker_tokens(lead) if t not in f.strip]
+        f.strip.extend(toks)
+        s = s[len(lead):]
     if post and s.endswith(post):
         s = s[: -len(post)]
     elif post.strip(_WS) and s.rstrip(_WS).endswith(post.strip(_WS)):
@@ -256,9 +294,21 @@ def _balanced_cut(m: str, lo: int, hi: int) -> int:
                 break
         if ok and opened and depth == 0 and m[:k].strip(_WS) == m[:k]:
             found.append(k)
+    # several balanced cuts: markup shared by a close and the next open (a terminator such as
+    # '<|sep|>' that ends every element) belongs to the element it ends
+    if len(found) > 1:
+        # of the balanced cuts, the one between two tags (not inside a tag's text)
+        found = [k for k in found if _bracket_step(m[k - 1]) < 0 and k < len(m) and _bracket_step(m[k]) > 0]
     return found[0] if len(found) == 1 else 0
 
-def _spec(mk: dict[str, Any], codec: CodecSpec, f: Findings) -> ToolSpec:
+def _spec(mk: dict[str, Any], codec: CodecSpec, f: Findings, array: bool = False) -> ToolSpec:
+    for k in ("section_open", "section_close", "call_open", "call_close", "separators"):
+        if has_slot(mk[k]):
+            # literal text that holds a slot (a routing header naming the call, an id) is not a
+            # marker to scan for; its constant tail is
+            lit = constant_tail(mk[k]).strip(_WS)
+            f.evidence.append(f"tools.markers: {mk[k]!r} holds a slot; its constant part {lit!r} is the marker")
+            mk = {**mk, k: lit}
     sec = mk["section_open"]
     tags = re.findall(r"<[^<>\s]+>|\[[^\[\]\s]+\]", sec)
     for x, y in itertools.pairwise(tags):
@@ -293,13 +343,29 @@ def _spec(mk: dict[str, Any], codec: CodecSpec, f: Findings) -> ToolSpec:
         f.evidence.append("tools.recovery: section and per-call markers both exist; unparseable section "
                           "text is dropped, as engines parsing such sections do")
     bare = not mk["section_open"] and not mk["call_open"] and codec.kind == "json"
+    look: tuple[str, ...] = ()
+    at_start: tuple[str, ...] = ()
     if bare:
-        f.evidence.append("tools.bare_json: calls are JSON objects with no marker; one at the start of "
-                          "the output is a call, a '{' later in prose is prose")
+        look = at_start = ("[",) if array else ("{",)
+        f.evidence.append(f"tools.bare_json: calls are JSON {'arrays' if array else 'objects'} with no marker; "
+                          f"one at the start of the output is a call, a {look[0]!r} later in prose is prose")
+    elif not mk["section_open"] and not mk["call_open"] and mk["separators"]:
+        # nothing before the first call (the generation prompt opened it) but a marker between
+        # calls: that marker opens every call the model writes itself
+        f.evidence.append(f"tools.markers: nothing precedes the first call and {mk['separators']!r} precedes "
+                          "each further one: it is the call opener (the prompt wrote the first)")
+        mk = {**mk, "call_open": mk["separators"], "separators": ""}
+    elif not mk["section_open"] and not mk["call_open"] and codec.kind in ("name_json", "tagged"):
+        head = constant_head(codec.header).strip(_WS)
+        if head:
+            # no wrapper: the constant part of the call's own header opens a call
+            look = (head,)
+            f.evidence.append(f"tools.bare_calls: no marker wraps the calls; the constant head {head!r} of "
+                              f"the header {codec.header!r} opens one")
     return ToolSpec(
         codec=codec,
-        lookahead_open=("{",) if bare else (),
-        lookahead_at_start=("{",) if bare else (),
+        lookahead_open=look,
+        lookahead_at_start=at_start,
         section_open=(mk["section_open"],) if mk["section_open"] else (),
         section_close=(mk["section_close"],) if mk["section_close"] else (),
         call_open=(mk["call_open"],) if mk["call_open"] else (),
@@ -398,10 +464,11 @@ def _json_codec(b1: str, b2: str | None, f: Findings) -> ToolSpec | None:
         f.say("tools.markers", 0.9, f"a JSON array of calls between {a!r} and {z!r}")
     else:
         mk = _markers(a, z, m, f, name_in_header=False)
+    array_bare = array == "require"
     f.say("tools.codec", 0.95, f"JSON object per call: {b1[start:end]!r}; name key {name_key!r}, "
           f"arguments key {args_key!r}" + (f", nested in {function_key!r}" if function_key else "")
           + (", array-wrapped" if array == "require" else ""))
-    return _spec(mk, codec, f)
+    return _spec(mk, codec, f, array=array_bare)
 
 def _call_keys(obj: dict[str, Any]) -> tuple[str, str, str, str | None, bool] | None:
     if len(obj) == 1:
@@ -418,7 +485,7 @@ def _call_keys(obj: dict[str, Any]) -> tuple[str, str, str, str | None, bool] | 
     if name_key is None:
         return None
     args_key = next((k for k, v in inner.items() if _is_args(v)), "")
-    id_key = next((k for src in (obj, inner) for k, v in src.items() if v == "QXid00001"), "")
+    id_key = next((k for src in (obj, inner) for k, v in src.items() if v == call_id(1)), "")
     return name_key, args_key, id_key, function_key, False
 
 def _is_args(v: Any) -> bool:
@@ -451,7 +518,11 @@ def _pythonic(b1: str, b2: str | None, f: Findings) -> ToolSpec | None:
         # as for a call's own tag: a bracketed call list is distinctive enough to be a call when
         # the model skips the wrapper (it is tried as a call list and stays text if it is not one)
         f.evidence.append(f"tools.bare_calls: a '[name(...)]' list also starts a call without {a.strip(_WS)!r}")
-    spec = ToolSpec(codec=CodecSpec(kind="pythonic"),
+    bracketed = start != m.start()
+    if not bracketed:
+        f.evidence.append("tools.codec: the calls are written without list brackets, one per line, up to "
+                          "the call's end marker")
+    spec = ToolSpec(codec=CodecSpec(kind="pythonic", array="allow" if bracketed else "never"),
                     call_open=(a.strip(_WS),) if a.strip(_WS) else (),
                     call_close=(z.strip(_WS),) if z.strip(_WS) else (),
                     lookahead_open=look, on_truncated="content_if_no_calls")
@@ -460,8 +531,11 @@ def _pythonic(b1: str, b2: str | None, f: Findings) -> ToolSpec | None:
     return spec
 
 def _name_json(b1: str, b2: str | None, f: Findings) -> ToolSpec | None:
+    # the caller's ids are slots wherever the template writes them (after the name, or before it)
+    b1 = slotted(b1, {"call_id": call_id(1)})
+    b2 = slotted(slotted(b2, {"call_id": call_id(1)}), {"call_id": call_id(2)}) if b2 is not None else None
     n = b1.find(NAME1)
-    k = b1.find("{", n)
+    k = _brace(b1, n)
     if k < 0:
         return None
     got = _json_at(b1, k)
@@ -473,7 +547,7 @@ def _name_json(b1: str, b2: str | None, f: Findings) -> ToolSpec | None:
         relaxed, end = relaxed_found
     else:
         end = got[1]
-    between = b1[n + len(NAME1):k].replace("QXid00001", "{call_id}")
+    between = b1[n + len(NAME1):k]
     if len(between) > 80 or KEY1 in between:
         return None
     a = b1[:n]
@@ -481,7 +555,7 @@ def _name_json(b1: str, b2: str | None, f: Findings) -> ToolSpec | None:
     m = None
     if b2 is not None and NAME2 in b2:
         n2 = b2.find(NAME2)
-        k1 = b2.find("{", b2.find(NAME1))
+        k1 = _brace(b2, b2.find(NAME1))
         e1 = _balanced_end(b2, k1) if not relaxed else _relaxed_end(b2, k1, relaxed)
         if e1 > 0:
             m = b2[e1:n2]
@@ -498,7 +572,7 @@ def _name_json(b1: str, b2: str | None, f: Findings) -> ToolSpec | None:
     if b2 is not None and NAME2 in b2:
         # the one-call render may lack the section close that the two-call render writes (a
         # template bug in DeepSeek R1 distills); the model writes it, so take it from there
-        k2 = b2.find("{", b2.find(NAME2))
+        k2 = _brace(b2, b2.find(NAME2))
         e2 = _balanced_end(b2, k2) if not relaxed else _relaxed_end(b2, k2, relaxed)
         z2 = b2[e2:] if e2 > 0 else ""
         if trailer:
@@ -508,11 +582,19 @@ def _name_json(b1: str, b2: str | None, f: Findings) -> ToolSpec | None:
                               f"writes after the last call ({z2.strip(_WS)!r}); taken as the section close")
             z = z2
     mk = _markers(a, z, m, f, name_in_header=True)
-    header = mk["header_prefix"] + "{name}" + between
+    lead = ""
+    for key in ("call_open", "section_open"):
+        if "{call_id}" in mk[key] and not lead:
+            # an id written before the name: from the id on, the marker is the call's header
+            cut = mk[key].index("{call_id}")
+            lead = mk[key][cut:]
+            mk = {**mk, key: mk[key][:cut].strip(_WS)}
+            f.evidence.append(f"tools.ids: the caller's id is written before the name: header starts {lead!r}")
+    header = lead + mk["header_prefix"] + "{name}" + between
     id_prefix = id_suffix = ""
     if b2 is not None and NAME2 in b2:
         n2 = b2.find(NAME2)
-        k2 = b2.find("{", n2)
+        k2 = _brace(b2, n2)
         between2 = b2[n2 + len(NAME2):k2]
         if between2 != between:
             # the text after the name differs between calls only by the call's number:
@@ -530,6 +612,14 @@ def _name_json(b1: str, b2: str | None, f: Findings) -> ToolSpec | None:
                       id_name_prefix=id_prefix, id_name_suffix=id_suffix)
     f.say("tools.codec", 0.9, f"name then {'relaxed ' if relaxed else ''}JSON arguments: header {header!r}")
     return _spec(mk, codec, f)
+
+def _brace(s: str, start: int) -> int:
+    """The first '{' at or after ``start`` that opens a value, not a slot of the induced pattern."""
+    k = s.find("{", start)
+    while k >= 0 and SLOT.match(s, k):
+        k = s.find("{", k + 1)
+    return k
+
 
 def _relaxed_delims(s: str, k: int) -> tuple[tuple[tuple[str, str], ...], int] | None:
     """Gemma-style ``{key:<delim>value<delim>}``: find the delimiters around the string value."""
@@ -576,8 +666,10 @@ def _relaxed_end(s: str, k: int, delims: tuple[tuple[str, str], ...]) -> int:
     return -1
 
 def _tagged(b1: str, b2: str | None, f: Findings) -> ToolSpec | None:
-    n = b1.find(NAME1)
-    k1 = b1.find(KEY1, n)
+    # the name nearest the arguments heads the call; an earlier copy (a routing header naming the
+    # recipient) is a slot of the text before the call
+    k1 = b1.find(KEY1)
+    n = b1.rfind(NAME1, 0, k1) if k1 >= 0 else -1
     v1 = b1.find(VAL1, k1)
     k2 = b1.find(KEY2, v1)
     v2 = b1.find("7", k2 + len(KEY2)) if k2 >= 0 else -1
@@ -637,13 +729,34 @@ def _tagged(b1: str, b2: str | None, f: Findings) -> ToolSpec | None:
     # what follows the last parameter: the call's trailer, then call/section markers
     rest = after_last[len(close_v.replace("{key}", KEY2 if k2 >= 0 else KEY1)):] \
         if after_last.startswith(close_v.replace("{key}", KEY2 if k2 >= 0 else KEY1)) else after_last
+    # what the header writes after the name before the first parameter opens (a separator, an
+    # attribute holding the call's number)
+    tail1 = pre1[: len(pre1) - len(p_open)] if k2 >= 0 and v2 >= 0 else ""
     header = b1[h_start:n] + "{name}" + (b1[n + len(NAME1):h_end] if in_tag else "")
-    a = b1[:h_start]
+    a = slotted(b1[:h_start], {"name": NAME1})
     m = None
     trailer = ""
     z = rest
+    n2 = -1
     if b2 is not None and NAME2 in b2:
-        n2 = b2.find(NAME2)
+        kb = b2.find(KEY1, b2.find(NAME2))
+        n2 = b2.rfind(NAME2, 0, kb) if kb >= 0 else b2.find(NAME2)
+    if tail1.strip(_WS):
+        tails = [tail1]
+        if n2 >= 0:
+            h2 = b2.find(">", n2) + 1 if in_tag else n2 + len(NAME2)  # type: ignore[union-attr]
+            k2nd = b2.find(KEY1, h2)  # type: ignore[union-attr]
+            after2 = b2[h2:k2nd] if k2nd >= 0 else ""  # type: ignore[index]
+            if after2.endswith(p_open):
+                tails.append(after2[: len(after2) - len(p_open)])
+        tail = number_slot(tails, list(range(1, len(tails) + 1)))
+        if tail is None:
+            return None
+        header += tail
+        f.evidence.append(f"tools.codec: the header goes on after the name with {tail!r}"
+                          + (" (the call's number is a slot)" if "{index}" in tail else ""))
+    if n2 >= 0:
+        assert b2 is not None
         lt2 = n2
         if in_tag:
             lt2 = b2.rfind(b1[h_start:n], 0, n2)
@@ -652,7 +765,7 @@ def _tagged(b1: str, b2: str | None, f: Findings) -> ToolSpec | None:
         k2b = b2.find("7", last_v)
         end1 = (k2b + 1) if 0 <= k2b < lt2 else last_v + len(VAL1)
         c1 = close_v.replace("{key}", KEY2 if 0 <= k2b < lt2 else KEY1)
-        m = b2[end1:lt2]
+        m = slotted(b2[end1:lt2], {"name": NAME2})
         if m.startswith(c1):
             m = m[len(c1):]
     if in_tag:

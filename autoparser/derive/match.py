@@ -24,6 +24,8 @@ def _tool_fp(t: ToolSpec) -> tuple[str, str, str, str, str]:
     keys = ""
     if c.kind == "json":
         keys = "name_as_key" if c.name_as_key else f"{c.name_keys[0]}|{c.args_keys[0]}"
+    elif c.kind == "pythonic" and c.array == "never":
+        keys = "unbracketed"  # call lines, not a list: another wire format
     return c.kind, _n(c.header), _n(c.param), keys, _n(c.trailer)
 
 

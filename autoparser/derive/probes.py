@@ -19,12 +19,17 @@ from typing import Any
 
 from ..errors import TemplateError
 
-__all__ = ["NAME1", "NAME2", "CallShape", "Probe", "Prober", "after_user", "call", "tools_for"]
+__all__ = ["NAME1", "NAME2", "CallShape", "Probe", "Prober", "after_user", "call", "call_id", "tools_for"]
 
 NAME1, NAME2 = "fnQXa", "fnQXb"
 KEY1, KEY2 = "argQXa", "argQXb"
 VAL1, VAL2 = "valQXa1", "valQXb2"
 CONTENT, REASONING, USER = "CQXc1", "RQXr1", "UQXu1"
+
+
+def call_id(index: int) -> str:
+    """The caller's id of probe call ``index`` (1-based): 9 alphanumerics, as some templates insist."""
+    return f"QXid{index:05d}"
 
 
 def tools_for(names: Sequence[str] = (NAME1, NAME2)) -> list[dict[str, Any]]:
@@ -36,15 +41,19 @@ def tools_for(names: Sequence[str] = (NAME1, NAME2)) -> list[dict[str, Any]]:
 
 
 def call(name: str, args: Mapping[str, Any], index: int, as_string: bool = False,
-         with_id: bool = True) -> dict[str, Any]:
+         with_id: bool = True, id_is_name: bool = False) -> dict[str, Any]:
     """An OpenAI-format tool call; ids are 9 alphanumerics (some templates insist on that).
 
     Without an id some templates write the id the model itself emits (Kimi K2's
     ``functions.NAME:0``), where with one they write the caller's id instead of the name.
+    ``id_is_name`` gives the call the name as its id: a template that copies the id where
+    others write the name then shows where its id slot is.
     """
     arguments: Any = json.dumps(dict(args), ensure_ascii=False) if as_string else dict(args)
     out: dict[str, Any] = {"type": "function", "function": {"name": name, "arguments": arguments}}
-    return {"id": f"QXid{index:05d}", **out} if with_id else out
+    if id_is_name:
+        return {"id": name, **out}
+    return {"id": call_id(index), **out} if with_id else out
 
 
 @dataclass(frozen=True)
@@ -63,15 +72,17 @@ class CallShape:
     permissive: bool = False
     reasoned: bool = False
     documents: bool = False
+    id_is_name: bool = False
 
     @property
     def label(self) -> str:
         extra = [x for x, on in (("no ids", not self.ids), ("permissive", self.permissive),
-                                 ("with reasoning", self.reasoned), ("with documents", self.documents)) if on]
+                                 ("with reasoning", self.reasoned), ("with documents", self.documents),
+                                 ("ids that are the names", self.id_is_name)) if on]
         return ", ".join([self.form, *extra])
 
     def call(self, name: str, args: Mapping[str, Any], index: int) -> dict[str, Any]:
-        return call(name, args, index, self.as_string, self.ids)
+        return call(name, args, index, self.as_string, self.ids, self.id_is_name)
 
     def message(self, calls: list[dict[str, Any]], reasoning: str = REASONING) -> dict[str, Any]:
         """An assistant turn with ``calls`` (and ``reasoning`` when the shape carries it)."""
@@ -114,6 +125,9 @@ class Prober:
         self.time_budget = time_budget
         self._prompts: dict[str, str] = {}
         self.filled: dict[str, str] = {}  # non-standard variables the template reads, bound to ''
+        # the template reads a flat tool list ([{name, description, parameters}]) rather than
+        # OpenAI's [{type, function: {...}}]: set once a render shows it
+        self.flat_tools = False
 
     def render(self, messages: list[dict[str, Any]], *, tools: list[dict[str, Any]] | None,
                agp: bool, **kw: Any) -> str:
@@ -133,13 +147,28 @@ class Prober:
             self.renderer = TemplateRenderer(self.renderer.source, permissive=self.permissive)
         while True:
             try:
-                return self.renderer.render(messages, tools=tools, add_generation_prompt=agp,
+                return self.renderer.render(messages, tools=_flat(tools) if self.flat_tools else tools,
+                                            add_generation_prompt=agp,
                                             bos_token=self.bos, eos_token=self.eos, **{**self.filled, **kw})
             except TemplateLimitExceeded as e:
                 if e.limit == "time":
                     self.out_of_time = e
                 raise
             except TemplateError as e:
+                if tools and not self.flat_tools and "undefined" in str(e):
+                    # an OpenAI-format tool list the template reads as flat ('dict object' has no
+                    # attribute 'description'): one render with the flat list decides
+                    try:
+                        out = self.renderer.render(messages, tools=_flat(tools), add_generation_prompt=agp,
+                                                   bos_token=self.bos, eos_token=self.eos,
+                                                   **{**self.filled, **kw})
+                    except TemplateError:
+                        pass
+                    else:
+                        self.flat_tools = True
+                        self.log.append("the template reads a flat tool list (name, description, "
+                                        "parameters), not OpenAI's {type, function}")
+                        return out
                 # a variable no caller passes (firefunction's `functions`, `datetime`): it shapes the
                 # system prompt, not the assistant's turn, so an empty string lets the probe render
                 m = re.search(r"'(\w+)' is undefined", str(e))
@@ -174,6 +203,13 @@ class Prober:
         except TemplateError as e:
             self.log.append(f"generation prompt failed: {e}")
             return None
+
+
+def _flat(tools: list[dict[str, Any]] | None) -> list[dict[str, Any]] | None:
+    """OpenAI-format tools as the bare function objects some templates iterate over."""
+    if tools is None:
+        return None
+    return [dict(t["function"]) if isinstance(t.get("function"), dict) else t for t in tools]
 
 
 def boundary(a: str, b: str) -> int:

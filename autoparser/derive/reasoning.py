@@ -88,6 +88,14 @@ def find_reasoning(pr: Prober, f: Findings, tools: list[dict[str, Any]] | None,
             # block in the plain render is not a wrapper
             if wrap and b.endswith(wrap) and b != wrap and not (open_m and open_m in wrap):
                 b = b[: -len(wrap)].strip(_WS)
+            elif wrap and b == wrap:
+                # the wrapper itself starts with an empty block's close: only its last tag run opens
+                # the content (…think-close then response-open, glued)
+                cuts = [k for k in range(1, len(b)) if b[k] == "<" and b[k - 1] == ">"]
+                if cuts:
+                    # the glued run is no longer one strip token: its close ends reasoning
+                    f.strip[:] = [t for t in f.strip if t != b] + [b[cuts[-1]:]] * (b[cuts[-1]:] not in f.strip)
+                    b = b[: cuts[-1]]
             close_m = first_token(b)
             if not open_m:
                 for src in (span_probe.prompt_tail, prompts["on"] or "", prompts["default"] or ""):
