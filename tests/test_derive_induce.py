@@ -92,7 +92,8 @@ SHAPES: dict[str, tuple[str, str]] = {
         '<<tc>>\n~~~py\nget_weather(city="Paris", days=3)\n~~~\n<</tc>>'),
     # a routing header naming the recipient before a body that names it again
     "routed body": (
-        "{%- for tc in m.tool_calls or [] %}@@to {{ tc.function.name }}@@<x:calls><x:call fn=\"{{ tc.function.name }}\">"
+        "{%- for tc in m.tool_calls or [] %}@@to {{ tc.function.name }}@@<x:calls>"
+        "<x:call fn=\"{{ tc.function.name }}\">"
         "{% for k, v in tc.function.arguments.items() %}<x:p k=\"{{ k }}\">{{ v }}</x:p>{% endfor %}"
         "</x:call></x:calls>{% endfor %}",
         '@@to get_weather@@<x:calls><x:call fn="get_weather"><x:p k="city">Paris</x:p>'
@@ -168,7 +169,8 @@ def test_separator_before_later_calls_opens_every_call() -> None:
 
 
 def test_flat_tool_list_template_derives() -> None:
-    tpl = ("{%- if tools %}<<tools>>{% for t in tools %}{{ t.name }}: {{ t.parameters.properties | list | join(',') }}\n{% endfor %}{% endif -%}"
+    tpl = ("{%- if tools %}<<tools>>{% for t in tools %}{{ t.name }}: "
+           "{{ t.parameters.properties | list | join(',') }}\n{% endfor %}{% endif -%}"
            + _HEAD + "{%- for tc in m.tool_calls or [] %}<<call>>{{ {'name': tc.function.name, "
            "'arguments': tc.function.arguments} | tojson }}<</call>>{% endfor %}" + _FOOT)
     an = analyze_detailed(tpl, known=False)

@@ -29,7 +29,6 @@ from .markup import (
 )
 from .probes import (
     CONTENT,
-    call_id,
     KEY1,
     KEY2,
     NAME1,
@@ -40,6 +39,7 @@ from .probes import (
     CallShape,
     Prober,
     call,
+    call_id,
     tools_for,
 )
 from .reasoning import find_reasoning
@@ -339,6 +339,12 @@ def _spec(mk: dict[str, Any], codec: CodecSpec, f: Findings, array: bool = False
         mk = {**mk, "section_close": ""}
     two_level = bool(mk["section_open"]) and bool(mk["call_open"])
     recovery = "drop" if two_level else "content_if_no_calls"
+    # one marker that nothing closes: it hands the rest of the output to the calls, so it is a
+    # control token; text after it that is no call is content, without the token
+    lone = bool(mk["section_open"]) and not (mk["section_close"] or mk["call_open"] or mk["call_close"])
+    if lone:
+        f.evidence.append(f"tools.recovery: {mk['section_open']!r} opens the calls and nothing closes them; "
+                          "text after it that is not a call is kept as content without the marker")
     if two_level:
         f.evidence.append("tools.recovery: section and per-call markers both exist; unparseable section "
                           "text is dropped, as engines parsing such sections do")
@@ -372,7 +378,7 @@ def _spec(mk: dict[str, Any], codec: CodecSpec, f: Findings, array: bool = False
         call_close=(mk["call_close"],) if mk["call_close"] else (),
         bare_calls=False,
         separators=(mk["separators"],) if mk["separators"] else (),
-        on_invalid="drop" if two_level else "content",
+        on_invalid="drop" if two_level else "content_without_marker" if lone else "content",
         on_truncated=recovery,  # type: ignore[arg-type]
     )
 
