@@ -326,8 +326,15 @@ def test_slow_template_stays_within_the_analysis_budget() -> None:
     slow = ("{% for i in range(20000) %}{% for j in range(8) %}{% endfor %}{% endfor %}"
             "{% for m in messages %}{{ m.role }}: {{ m.content }}"
             "{% for tc in m.tool_calls or [] %}<call>{{ tc.function.name }}</call>{% endfor %}\n{% endfor %}")
+    from autoparser.templates import TemplateLimitExceeded
+
     t0 = time.perf_counter()
-    an = analyze_detailed(slow, known=False, time_budget=1.0)
+    try:
+        an = analyze_detailed(slow, known=False, time_budget=1.0)
+    except TemplateError as e:  # a loaded machine may not render one turn within the budget
+        assert isinstance(e.__cause__, TemplateLimitExceeded) and e.__cause__.limit == "time", e
+        assert time.perf_counter() - t0 < 4.0
+        return
     assert time.perf_counter() - t0 < 4.0
     assert an.profile.confidence <= 0.3
     assert any("time budget" in e for e in an.profile.evidence), an.profile.evidence
