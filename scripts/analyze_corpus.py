@@ -168,6 +168,43 @@ def other_cause(prof: autoparser.Profile, rec: dict[str, Any]) -> str:
     return f"derived {describe(prof)[:120]}; the example parses to {json.dumps(got, ensure_ascii=False)[:240]}"
 
 
+def other_markdown(out: list[dict[str, Any]]) -> list[str]:
+    """The `other:` table: formats no builtin covers, each parsing its own call example."""
+    rows = [r for r in out if r["expected"].startswith("other:")]
+    if not rows:
+        return []
+    ok = sum(1 for r in rows if r.get("other_pass"))
+    lines = ["## Formats no builtin covers (`other:`)", "",
+             f"Each template's own `call_example` (EXPECTED.tsv) parsed with its pure derivation must give "
+             f"exactly one call `get_weather({{\"city\": \"Paris\", \"days\": 3}})`, whole and character by "
+             f"character: **{ok}/{len(rows)}**.", "",
+             "| template | format | derived | confidence | self-check | cause of a miss |", "|---|---|---|---|---|---|"]
+    for r in rows:
+        cause = (r.get("other_cause") or r.get("error") or "").replace("|", "\\|").replace("\n", " ")
+        fmt = r["expected"][len("other:"):].replace("|", "\\|")
+        lines.append(f"| `{r['file']}` | {fmt[:60]} | {'yes' if r.get('other_pass') else '**no**'} | "
+                     f"{r.get('confidence', '')} | {r.get('self_check', '')} | {cause[:300]} |")
+    return [*lines, ""]
+
+
+def covered_markdown(out: list[dict[str, Any]]) -> list[str]:
+    """Per template: the peer vectors whose markers the template's text contains, and how many parse."""
+    rows = [r for r in out if "peer_pass" in r]
+    if not rows:
+        return []
+    lines = ["## Covered vectors per template", "",
+             "Vectors whose raw output holds only markers the template's text contains (\"covered\"), and how "
+             "many of them the pure derivation parses; a template counts when >= 90% do.", "",
+             "| template | dialect | covered | parsed | ok |", "|---|---|---|---|---|"]
+    for r in rows:
+        absent = set(r.get("absent_marker_vectors", {}))
+        covered = r["peer_total"] - len(absent)
+        parsed = covered - len(set(r.get("peer_failures", [])) - absent)
+        lines.append(f"| `{r['file']}` | {r['expected']} | {covered} | {parsed} | "
+                     f"{'yes' if r.get('covered_correct') else '**no**'} |")
+    return [*lines, ""]
+
+
 def describe(prof: autoparser.Profile) -> str:
     if prof.messages is not None:
         m = prof.messages
@@ -330,6 +367,8 @@ def _summary(out: list[dict[str, Any]], total: float) -> dict[str, Any]:
         "unreachable_by_any_derivation": [r["file"] for r in peer if r.get("reachable") is False],
         "upper_bound_for_pure_derivation": sum(1 for r in peer if r.get("reachable", True)),
         "correct_on_covered_vectors": sum(1 for r in peer if r.get("covered_correct")),
+        "other_templates": sum(1 for r in out if r["expected"].startswith("other:")),
+        "other_call_example_parses": sum(1 for r in out if r.get("other_pass")),
         "analysis_seconds_p50": round(statistics.median(times), 4) if times else None,
         "analysis_seconds_p95": round(sorted(times)[int(0.95 * (len(times) - 1))], 4) if times else None,
         "analysis_seconds_total": round(sum(times), 2),
@@ -358,6 +397,8 @@ def _markdown(s: dict[str, Any], out: list[dict[str, Any]]) -> str:
               f"- on only the vectors whose markers the template's text contains: "
               f"{s['correct_on_covered_vectors']}/{s['peer_dialect_templates']} "
               f"({s['correct_on_covered_vectors'] / s['peer_dialect_templates']:.0%}) parse >= 90% of them",
+              f"- formats no builtin covers (`other:`): the template's own call example parses to exactly the "
+              f"expected call for **{s['other_call_example_parses']}/{s['other_templates']}** (table below)",
               f"- with `known=True` (a matched dialect adds its recovery rules): "
               f"{s['known_true_correct']}/{s['peer_dialect_templates']} parse >= 90% of the peer vectors",
               f"- derivations whose wire format contradicts EXPECTED.tsv (tools, tool format or reasoning "
@@ -403,7 +444,8 @@ def _markdown(s: dict[str, Any], out: list[dict[str, Any]]) -> str:
             why = f"parses {r['peer_pass']}/{r['peer_total']} peer vectors. Failing: {causes}. " + why
         lines.append(f"- `{r['file']}` (expected {r['expected']}, derived {r.get('name')}, "
                      f"confidence {r.get('confidence')}): {why}")
-    lines += ["", "## All templates", "",
+    lines += ["", *other_markdown(out), *covered_markdown(out)]
+    lines += ["## All templates", "",
               "| template | expected | derived | matched | confidence | peers | self-check | ms |",
               "|---|---|---|---|---|---|---|---|"]
     for r in out:

@@ -17,6 +17,7 @@ from ..errors import AutoparserError, ProfileError, TemplateError
 from ..profile import Profile
 from .calls import find_tools
 from .extract import Findings, find_content
+from .failures import check_renders
 from .match import match_dialect
 from .messages import find_messages
 from .probes import Prober, tools_for
@@ -85,6 +86,7 @@ def analyze_detailed(chat_template: str, bos_token: str | None = None, eos_token
         Profile.from_dict(prof.to_dict())
     _structural_checks(prof, f, special_tokens)
     check = self_check(pr, prof, n=check_messages, shape=f.call_shape)
+    check_renders(pr, f)  # no assistant turn rendered at all: TemplateError, not a profile
     if messages is not None:  # the headers replace the reasoning and call findings
         for k in ("reasoning", "tools", "tools.codec", "tools.markers"):
             f.confidence.pop(k, None)

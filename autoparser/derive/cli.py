@@ -162,7 +162,7 @@ def main_scan(argv: list[str], out: TextIO | None = None) -> int:
                    "reasoning": "/".join(p.reasoning.close) if p.reasoning else None,
                    "self_check": f"{an.check.passed}/{an.check.rendered}", "ms": round(an.seconds * 1000)}
         except AutoparserError as e:
-            row = {"path": str(f), "error": str(e)[:160]}
+            row = {"path": str(f), "error": str(e)}
         rows.append(row)
         if a.json:
             out.write(json.dumps(row, ensure_ascii=False) + "\n")
@@ -172,7 +172,7 @@ def main_scan(argv: list[str], out: TextIO | None = None) -> int:
         out.write(f"{'path':60} {'dialect':14} {'conf':>5} {'tools':9} {'reasoning':12} check\n")
         for r in rows:
             if "error" in r:
-                out.write(f"{r['path'][-60:]:60} ERROR {r['error']}\n")
+                out.write(f"{r['path'][-60:]:60} ERROR {r['error'][:200]}\n")
                 continue
             out.write(f"{r['path'][-60:]:60} {r['dialect'] or '-':14} {r['confidence']:5.2f} "
                       f"{r['tools'] or '-':9} {r['reasoning'] or '-':12} {r['self_check']}\n")

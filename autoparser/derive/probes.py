@@ -128,6 +128,11 @@ class Prober:
         # the template reads a flat tool list ([{name, description, parameters}]) rather than
         # OpenAI's [{type, function: {...}}]: set once a render shows it
         self.flat_tools = False
+        # what a failed render was for and why, in order; and how many assistant turns did render
+        # (none at all means there is no protocol to derive: see derive/failures.py)
+        self.failures: list[tuple[str, TemplateError]] = []
+        self.turns_rendered = 0
+        self.attempted = 0  # probe renders asked for (turns and generation prompts)
 
     def render(self, messages: list[dict[str, Any]], *, tools: list[dict[str, Any]] | None,
                agp: bool, **kw: Any) -> str:
@@ -136,6 +141,7 @@ class Prober:
         if self.out_of_time is None and time.monotonic() > self.deadline:
             self.out_of_time = TemplateLimitExceeded(
                 "time", f"the analysis used up its time budget of {self.time_budget:g} s")
+            raise self.out_of_time  # the first probe past the budget fails with the cause itself
         if self.out_of_time is not None:
             # one render already ran into the time limit: every further probe would wait as long
             # again (an analysis renders dozens), so they all fail now with the same reason
@@ -162,6 +168,10 @@ class Prober:
                         out = self.renderer.render(messages, tools=_flat(tools), add_generation_prompt=agp,
                                                    bos_token=self.bos, eos_token=self.eos,
                                                    **{**self.filled, **kw})
+                    except TemplateLimitExceeded as e2:
+                        if e2.limit == "time":
+                            self.out_of_time = e2
+                        raise
                     except TemplateError:
                         pass
                     else:
@@ -181,12 +191,15 @@ class Prober:
              history: list[dict[str, Any]] | None = None, **kw: Any) -> Probe:
         """Render ``history + [assistant]`` and cut out the assistant's output."""
         base = history if history is not None else [{"role": "user", "content": USER}]
+        self.attempted += 1
         try:
             prompt = self._prompt(base, tools, kw)
             full = self.render([*base, assistant], tools=tools, agp=False, **kw)
         except TemplateError as e:
             self.log.append(f"{label}: render failed: {e}")
+            self.failures.append((label, e))
             return Probe(label, error=str(e))
+        self.turns_rendered += 1
         n = boundary(prompt, full)
         return Probe(label, span=full[n:], prompt_tail=prompt[n:])
 
@@ -198,10 +211,12 @@ class Prober:
         return self._prompts[key]
 
     def prompt(self, tools: list[dict[str, Any]] | None = None, **kw: Any) -> str | None:
+        self.attempted += 1
         try:
             return self.render([{"role": "user", "content": USER}], tools=tools, agp=True, **kw)
         except TemplateError as e:
             self.log.append(f"generation prompt failed: {e}")
+            self.failures.append(("generation prompt", e))
             return None
 
 
