@@ -161,7 +161,7 @@ class Prober:
                     self.out_of_time = e
                 raise
             except TemplateError as e:
-                if tools and not self.flat_tools and "undefined" in str(e):
+                if tools and not self.flat_tools and "undefined" in str(e).lower():
                     # an OpenAI-format tool list the template reads as flat ('dict object' has no
                     # attribute 'description'): one render with the flat list decides
                     try:
