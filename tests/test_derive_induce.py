@@ -191,3 +191,47 @@ def test_id_written_where_the_name_would_be() -> None:
     assert any("id where other templates write the name" in e for e in prof.evidence)
     res = autoparser.parse('<<sec>><<tc>>get_weather<<args>>{"city": "Paris"}<</tc>><</sec>>', prof, tools=_TOOLS)
     assert [(c.name, c.id) for c in res.tool_calls] == [("get_weather", "get_weather")]
+
+
+# -- the engine features these shapes need, on handwritten profiles, at every split point ----------
+
+def _spec(**tools: Any) -> autoparser.Profile:
+    return autoparser.Profile.from_dict({"tools": tools})
+
+
+ENGINE_CASES = [
+    # an id before the name
+    (_spec(codec={"kind": "name_json", "header": "{call_id}<n>{name}<a>"}, call_open=["<c>"], call_close=["</c>"]),
+     'x<c>id-7<n>get_weather<a>{"city": "Paris", "days": 3}</c>', [("get_weather", "id-7")]),
+    # the call's number in a tagged header, a type attribute deciding coercion
+    (_spec(codec={"kind": "tagged", "header": '<call fn="{name}" n="{index}">', "trailer": "</call>",
+                  "param": '<p k="{key}" t="{string}">{value}</p>', "string_true": "str"},
+           lookahead_open=['<call fn="']),
+     '<call fn="get_weather" n="12"><p k="city" t="str">Paris</p><p k="days" t="num">3</p></call>',
+     [("get_weather", None)]),
+    # call lines without list brackets, up to the call's end marker
+    (_spec(codec={"kind": "pythonic", "array": "never"}, call_open=["<py>"], call_close=["</py>"]),
+     '<py>\nget_weather(city="Paris", days=3)\nget_weather(city="Paris", days=3)\n</py>',
+     [("get_weather", None), ("get_weather", None)]),
+]
+
+
+@pytest.mark.parametrize(("prof", "raw", "want"), ENGINE_CASES, ids=["id-first", "index-and-type", "call-lines"])
+def test_engine_extensions_at_every_split_point(prof: autoparser.Profile, raw: str,
+                                                want: list[tuple[str, str | None]]) -> None:
+    for k in range(len(raw) + 1):
+        p = prof.parser(tools=_TOOLS)
+        p.feed(raw[:k])
+        p.feed(raw[k:])
+        p.close()
+        res = p.result()
+        assert [c.name for c in res.tool_calls] == [n for n, _ in want], k
+        assert all(c.arguments == {"city": "Paris", "days": 3} for c in res.tool_calls), k
+        assert [c.id for c, (_, i) in zip(res.tool_calls, want, strict=True) if i is not None] == \
+            [i for _, i in want if i is not None], k
+
+
+def test_call_lines_that_are_not_calls_stay_text() -> None:
+    prof = ENGINE_CASES[2][0]
+    res = autoparser.parse("<py>\nprint x\n</py>", prof, tools=_TOOLS)
+    assert res.tool_calls == [] and "print x" in res.content
