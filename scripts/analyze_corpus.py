@@ -262,6 +262,11 @@ def main() -> int:
             an = analyze_detailed(text, src.get("bos") or None, src.get("eos") or None, known=False)
         except Exception as e:
             rec.update(error=f"{type(e).__name__}: {e}"[:300], seconds=round(time.perf_counter() - t0, 4))
+            if exp == "none" and isinstance(e, autoparser.TemplateError):
+                # renders nothing at all: no profile, so certainly no tool calls (honest failure)
+                rec.update(correct=True, agrees=True, renders_nothing=True)
+            elif exp.startswith("other:"):
+                rec.update(other_pass=False, other_cause=f"the template renders no conversation: {e}"[:300])
             out.append(rec)
             print(f"{f}: ERROR {rec['error'][:120]}", flush=True)
             continue
@@ -368,6 +373,7 @@ def _summary(out: list[dict[str, Any]], total: float) -> dict[str, Any]:
         "upper_bound_for_pure_derivation": sum(1 for r in peer if r.get("reachable", True)),
         "correct_on_covered_vectors": sum(1 for r in peer if r.get("covered_correct")),
         "other_templates": sum(1 for r in out if r["expected"].startswith("other:")),
+        "renders_nothing": sum(1 for r in out if r.get("renders_nothing")),
         "other_call_example_parses": sum(1 for r in out if r.get("other_pass")),
         "analysis_seconds_p50": round(statistics.median(times), 4) if times else None,
         "analysis_seconds_p95": round(sorted(times)[int(0.95 * (len(times) - 1))], 4) if times else None,
@@ -388,7 +394,9 @@ def _markdown(s: dict[str, Any], out: list[dict[str, Any]]) -> str:
               "- per dialect (correct/templates): "
               + ", ".join(f"{k} {v}" for k, v in s["per_dialect"].items()),
               f"- templates without tool calls (EXPECTED `none`) that derive \"no tool calls\": "
-              f"{s['no_tool_correct']}/{s['no_tool_templates']}",
+              f"{s['no_tool_correct']}/{s['no_tool_templates']}"
+              + (f" ({s['renders_nothing']} of them render no conversation at all and raise TemplateError)"
+                 if s.get("renders_nothing") else ""),
               f"- upper bound for any pure derivation: **{s['upper_bound_for_pure_derivation']}**"
               f"/{s['peer_dialect_templates']} "
               f"({s['upper_bound_for_pure_derivation'] / s['peer_dialect_templates']:.0%}); "

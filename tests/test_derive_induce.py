@@ -235,3 +235,9 @@ def test_call_lines_that_are_not_calls_stay_text() -> None:
     prof = ENGINE_CASES[2][0]
     res = autoparser.parse("<py>\nprint x\n</py>", prof, tools=_TOOLS)
     assert res.tool_calls == [] and "print x" in res.content
+
+
+def test_loading_rejects_an_index_glued_to_another_slot() -> None:
+    with pytest.raises(autoparser.ProfileError) as e:
+        _spec(codec={"kind": "name_json", "header": "{name}{index}:"}, call_open=["<c>"])
+    assert e.value.field == "tools.codec.header"
