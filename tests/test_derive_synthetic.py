@@ -4,7 +4,7 @@ nothing in the analyzer can have been tuned to their marker strings.
 For every template: ``analyze(known=False)`` derives the facts recorded in cases.json, the
 self-check round-trips, confidence is high, the profile JSON round-trips, and every raw output
 parses to its expected result whole and in random chunks. Then hostile templates: they must end
-in a TemplateError or a low-confidence profile that says why, quickly.
+in a TemplateError, quickly.
 """
 
 from __future__ import annotations
@@ -307,16 +307,11 @@ HOSTILE = {
 
 @pytest.mark.parametrize("kind", list(HOSTILE))
 def test_hostile_template_fails_cleanly(kind: str) -> None:
+    """None of them renders any conversation, so none is a profile (tests/test_derive_failure.py
+    checks the causes)."""
     t0 = time.perf_counter()
-    try:
-        prof = autoparser.analyze(HOSTILE[kind], known=False)
-    except TemplateError as e:
-        assert str(e)
-    else:
-        assert prof.confidence < 0.5
-        assert prof.tools is None
-        reasons = " ".join(prof.evidence)
-        assert re.search(r"did not render|failed|limit|refuses|accepts no", reasons), reasons
+    with pytest.raises(TemplateError):
+        autoparser.analyze(HOSTILE[kind], known=False)
     assert time.perf_counter() - t0 < 8.0
 
 

@@ -18,7 +18,7 @@ from ..profile import Profile
 from .calls import find_tools
 from .extract import Findings, find_content
 from .failures import check_renders
-from .match import match_dialect
+from .match import name_profile
 from .messages import find_messages
 from .probes import Prober, tools_for
 from .reasoning import find_reasoning
@@ -93,7 +93,9 @@ def analyze_detailed(chat_template: str, bos_token: str | None = None, eos_token
     if pr.out_of_time is not None:
         f.say("renders", 0.3, f"probes stopped: {pr.out_of_time}; what they would have shown is unknown")
     conf = _confidence(f, check)
-    name = match_dialect(prof)
+    name, hint_note = name_profile(prof, model_id, use_hint=known)  # model_id: a tie-break, never more
+    if hint_note is not None:
+        f.evidence.append(hint_note)
     if check.rendered:
         f.evidence.append(f"self-check: {check.passed}/{check.rendered} random assistant messages "
                           "parsed back exactly")
