@@ -183,12 +183,26 @@ def load(path: str | Path, *, known: bool = True) -> Profile:
             text = p.read_text(encoding="utf-8")
         except OSError as e:
             raise AutoparserError(f"cannot read {p}: {e.strerror}") from None
-        return Profile.from_json(text)
+        return _profile_json(text)
     from ..templates.sources import load_source
 
     src = load_source(p)
     return analyze(src.template_for(tools=True), src.bos_token, src.eos_token, known=known,
                    special_tokens=src.special_tokens, model_id=src.model_id)
+
+
+def _profile_json(text: str) -> Profile:
+    """A profile file; ``autoparse PATH --json`` output too (its ``derivation`` record is not part of
+    the profile and is set aside)."""
+    import json
+
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        return Profile.from_json(text)  # raises the ProfileError with the position
+    if isinstance(data, dict) and isinstance(data.get("derivation"), dict):
+        data = {k: v for k, v in data.items() if k != "derivation"}
+    return Profile.from_dict(data)
 
 
 def detect(chat_template: str | None = None, model_id: str | None = None, *, known: bool = True,

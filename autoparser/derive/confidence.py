@@ -28,7 +28,7 @@ __all__ = ["CORE_FIELDS", "RULES", "combine"]
 
 # the fields whose confidence bounds the profile's: what it parses, and how sure the renders were
 CORE_FIELDS = ("content", "reasoning", "tools", "tools.codec", "tools.render", "tools.markers", "variables",
-               "renders", "end_of_turn", "messages")
+               "renders", "end_of_turn", "messages", "strip")
 
 UNCHECKED = Rule("confidence.unchecked", "confidence",
                  "no message rendered that could be parsed back: the profile is an untested claim")

@@ -32,7 +32,7 @@ CONTENT_WRAPPER = Rule("content.wrapper", "content",
 EOT_MARKERS = Rule("end_of_turn.markers", "end_of_turn",
                    "markup after a plain answer ends the turn: strip it wherever it occurs")
 EOT_NONE = Rule("end_of_turn.none", "end_of_turn",
-                "nothing follows a plain answer: the turn ends with the output")
+                "nothing follows a plain answer: the turn ends with the output (as sure as any absence: 0.85)")
 EOT_SPLIT = Rule("end_of_turn.split_wrapper", "end_of_turn",
                  "a content wrapper's closing form glued to the end of turn is a marker of its own")
 EOT_PROSE = Rule("end_of_turn.prose_whole", "strip",
@@ -134,7 +134,7 @@ def find_content(pr: Prober, f: Findings, tools: list[dict[str, Any]] | None, **
     if eot:
         f.fire(EOT_MARKERS, conf=0.95, snippet_of=f.content_post, text=f"text after the content: {f.content_post!r}")
     else:
-        f.fire(EOT_NONE, conf=0.8, snippet_of=p.span, text="nothing follows the content")
+        f.fire(EOT_NONE, conf=0.85, snippet_of=p.span, text="nothing follows the content")
     return True
 
 def _end_markers(f: Findings, post: str, wrapper: str) -> list[str]:

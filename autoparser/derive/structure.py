@@ -27,7 +27,8 @@ MARKERS_UNPAIRED = Rule("structure.markers_unpaired", "tools.markers",
 SPECIAL = Rule("structure.special_tokens", "markers",
                "a marker the tokenizer declares a special token is one the model emits as a unit")
 REJECTED = Rule("structure.profile_rejected", "tools",
-                "a derived part that breaks the profile's loading rules cannot parse anything: leave it out")
+                "a derived part that breaks the profile's loading rules cannot parse anything: leave it out",
+                guard=True)
 RULES = (LEAK, REASONING_UNPAIRED, MARKERS_UNPAIRED, SPECIAL, REJECTED)
 
 _SENTINEL = "QX"  # every probe sentinel carries it (probes.py)
