@@ -100,7 +100,7 @@ def test_a_guard_rule_fires_when_a_derived_part_breaks_the_profile_rules() -> No
 def test_fire_records_the_effect_on_the_fields_confidence() -> None:
     rule = Rule("test.rule", "reasoning", "a reason")
     f = Findings()
-    a = f.fire(rule, text="set it", snippet_of="x" * 500, conf=0.9)
+    a = f.fire(rule, text="set it", snippet="x" * 500, conf=0.9)
     b = f.fire(rule, text="lower it", cap=0.7)
     c = f.fire(rule, text="raise it?", cap=0.95)
     d = f.fire(rule, text="note", fieldname="tools.codec")

@@ -79,9 +79,9 @@ def analyze_detailed(chat_template: str, bos_token: str | None = None, eos_token
     find_tools(pr, f)
     if f.tools is not None:
         for rule, why, cap in f.call_shape.departures():
-            f.fire(rule, cap=cap, snippet_of=f.call_shape.label, text=f"call probes rendered with {why}")
+            f.fire(rule, cap=cap, snippet=f.call_shape.label, text=f"call probes rendered with {why}")
     if pr.filled:
-        f.fire(UNPASSED, conf=0.85, snippet_of=", ".join(pr.filled),
+        f.fire(UNPASSED, conf=0.85, snippet=", ".join(pr.filled),
                text=f"the template reads variables no caller passes ({', '.join(map(repr, pr.filled))}); "
                     "the probes bound them to empty strings")
     messages = find_messages(f, pr.prompt(tools or None))
@@ -106,7 +106,7 @@ def analyze_detailed(chat_template: str, bos_token: str | None = None, eos_token
         for k in ("reasoning", "tools", "tools.codec", "tools.markers"):
             f.confidence.pop(k, None)
     if pr.out_of_time is not None:
-        f.fire(OUT_OF_TIME, conf=0.3, snippet_of=str(pr.out_of_time),
+        f.fire(OUT_OF_TIME, conf=0.3, snippet=str(pr.out_of_time),
                text=f"probes stopped: {pr.out_of_time}; what they would have shown is unknown")
     conf = combine(f, check, has_calls=prof.tools is not None or prof.messages is not None)
     for fail in check.failures[:3]:

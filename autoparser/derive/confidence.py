@@ -73,7 +73,7 @@ def combine(f: Findings, check: CheckResult, *, has_calls: bool) -> float:
         score = base * (0.4 + 0.6 * rate)
         if rate < 0.9:
             score = min(score, 0.6)
-        f.fire(ROUND_TRIP_FAILED, cap=round(score, 3), snippet_of=check.failures[0] if check.failures else "",
+        f.fire(ROUND_TRIP_FAILED, cap=round(score, 3), snippet=check.failures[0] if check.failures else "",
                text=f"{check.passed}/{check.rendered} messages parsed back; failing kinds "
                     f"{dict(check.failed_kinds)}")
     else:

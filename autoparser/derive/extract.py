@@ -23,7 +23,7 @@ from .probes import (
     Probe,
     Prober,
 )
-from .rules import Evidence, Rule, snippet
+from .rules import Evidence, Rule, clip
 
 __all__ = ["RULES", "Findings", "find_content"]
 
@@ -60,11 +60,11 @@ class Findings:
 
     records: list[Evidence] = field(default_factory=list)
 
-    def fire(self, rule: Rule, *, text: str, snippet_of: str | None = "", conf: float | None = None,
+    def fire(self, rule: Rule, *, text: str, snippet: str | None = "", conf: float | None = None,
              cap: float | None = None, fieldname: str | None = None) -> Evidence:
         """Record that ``rule`` decided something: structured evidence, its line, its confidence effect.
 
-        ``snippet_of`` is the render text the rule read; ``conf`` sets the field's confidence,
+        ``snippet`` is the render text the rule read; ``conf`` sets the field's confidence,
         ``cap`` bounds it; ``fieldname`` overrides the rule's field (a rule shared by fields).
         """
         name = fieldname or rule.field
@@ -76,7 +76,7 @@ class Findings:
             effect, value = "cap", min(self.confidence.get(name, 1.0), cap)
         if value is not None and name != "confidence":  # "confidence" is the profile's own (confidence.py)
             self.confidence[name] = value
-        ev = Evidence(name, rule.name, text, snippet(snippet_of), effect, value)
+        ev = Evidence(name, rule.name, text, clip(snippet), effect, value)
         self.records.append(ev)
         self.evidence.append(ev.line())
         return ev
@@ -119,7 +119,7 @@ def find_content(pr: Prober, f: Findings, tools: list[dict[str, Any]] | None, **
                 tools=tools, **kw)
     f.probes.append(p)
     if p.span is None or CONTENT not in p.span:
-        f.fire(NO_CONTENT, conf=0.2, snippet_of=p.span or p.error,
+        f.fire(NO_CONTENT, conf=0.2, snippet=p.span or p.error,
                text="the template did not render a plain assistant message" + (f" ({p.error})" if p.error else ""))
         return False
     i = p.span.index(CONTENT)
@@ -129,12 +129,12 @@ def find_content(pr: Prober, f: Findings, tools: list[dict[str, Any]] | None, **
     f.strip.extend(eot)
     if wrap:
         f.strip.extend(_prose_safe(f, wrap, f.content_pre))
-        f.fire(CONTENT_WRAPPER, snippet_of=f.content_pre,
+        f.fire(CONTENT_WRAPPER, snippet=f.content_pre,
                text=f"written after {f.content_pre!r} (stripped, unless reasoning markers)")
     if eot:
-        f.fire(EOT_MARKERS, conf=0.95, snippet_of=f.content_post, text=f"text after the content: {f.content_post!r}")
+        f.fire(EOT_MARKERS, conf=0.95, snippet=f.content_post, text=f"text after the content: {f.content_post!r}")
     else:
-        f.fire(EOT_NONE, conf=0.85, snippet_of=p.span, text="nothing follows the content")
+        f.fire(EOT_NONE, conf=0.85, snippet=p.span, text="nothing follows the content")
     return True
 
 def _end_markers(f: Findings, post: str, wrapper: str) -> list[str]:
@@ -151,7 +151,7 @@ def _end_markers(f: Findings, post: str, wrapper: str) -> list[str]:
         for k in range(len(first) - 1, 0, -1):
             if pairs_with(wrapper, first[:k]):
                 toks[:1] = [first[:k], first[k:]]
-                f.fire(EOT_SPLIT, snippet_of=post,
+                f.fire(EOT_SPLIT, snippet=post,
                        text=f"{first!r} is {wrapper!r}'s closing form {first[:k]!r} then {first[k:]!r}")
                 break
     return _prose_safe(f, toks, post)
@@ -162,7 +162,7 @@ def _prose_safe(f: Findings, toks: list[str], text: str) -> list[str]:
     whole = text.strip(_WS)
     if len(out) < len(toks) and whole not in out:
         out.append(whole)
-        f.fire(EOT_PROSE, snippet_of=text,
+        f.fire(EOT_PROSE, snippet=text,
                text=f"{whole!r} holds prose-like tokens: stripped only as a whole")
     return out
 

@@ -61,14 +61,14 @@ def find_messages(f: Findings, prompt: str | None = None) -> MessagesSpec | None
                         role=role or MessagesSpec().role)
     if prompt is not None and start and prompt.rstrip().endswith(start + spec.role):
         spec = replace(spec, header_open=True)
-        f.fire(HEADER_OPEN, snippet_of=prompt[-80:],
+        f.fire(HEADER_OPEN, snippet=prompt[-80:],
                text=f"the generation prompt ends with {start + spec.role!r}: the output begins inside a message header")
     call = next((p for p in f.probes if p.label.startswith("1 call") and p.span and NAME1 in p.span), None)
     if call is not None and call.span is not None:
         spec = _with_calls(spec, call)
-        f.fire(RECIPIENT, snippet_of=call.span, text=f"calls are messages to {spec.recipient_prefix}NAME on "
+        f.fire(RECIPIENT, snippet=call.span, text=f"calls are messages to {spec.recipient_prefix}NAME on "
                f"channel {spec.call_channel!r}")
-    f.fire(HEADED, conf=0.85, snippet_of=r_span, text=f"content and reasoning are headed messages "
+    f.fire(HEADED, conf=0.85, snippet=r_span, text=f"content and reasoning are headed messages "
            f"({chan}{ch['word']}{msg} vs {chan}{rh['word']}{msg}): bodies are routed by their header")
     return spec
 

@@ -93,7 +93,7 @@ def find_reasoning(pr: Prober, f: Findings, tools: list[dict[str, Any]] | None,
         off = after_user(pr.prompt(tools, **{var: False}))
         prompts["on"], prompts["off"] = on, off
         if on is not None and off is not None and on != off:
-            f.fire(SWITCH, snippet_of=f"{on!r} / {off!r}",
+            f.fire(SWITCH, snippet=f"{on!r} / {off!r}",
                    text=f"the template variable {var!r} changes the generation prompt")
             break
     open_m, close_m, how = "", "", ""
@@ -112,14 +112,14 @@ def find_reasoning(pr: Prober, f: Findings, tools: list[dict[str, Any]] | None,
             # block in the plain render is not a wrapper
             if wrap and b.endswith(wrap) and b != wrap and not (open_m and open_m in wrap):
                 b = b[: -len(wrap)].strip(_WS)
-                f.fire(WRAPPER_AFTER, snippet_of=between, text=f"{wrap!r} after the close is the content wrapper")
+                f.fire(WRAPPER_AFTER, snippet=between, text=f"{wrap!r} after the close is the content wrapper")
             close_m = first_token(b)
             if not open_m:
                 for src in (span_probe.prompt_tail, prompts["on"] or "", prompts["default"] or ""):
                     tail = last_tag(src)
                     if pairs_with(tail, close_m):
                         open_m = tail
-                        f.fire(OPEN_FROM_PROMPT, snippet_of=src,
+                        f.fire(OPEN_FROM_PROMPT, snippet=src,
                                text=f"the prompt's last tag {tail!r} opens the block {close_m!r} closes")
                         break
             how = f"reasoning renders as {s[:ci + len(CONTENT)]!r}"
@@ -162,9 +162,9 @@ def find_reasoning(pr: Prober, f: Findings, tools: list[dict[str, Any]] | None,
                 how = (f"the generation prompt ends with {tail!r}, which history renders never show; "
                        f"assumed its closing form {guess!r} (not confirmed by any render)")
                 how_rule, how_snippet = PROMPT_TAIL, dflt[-80:]
-                f.fire(PROMPT_TAIL, conf=0.55, snippet_of=how_snippet, text=how)
+                f.fire(PROMPT_TAIL, conf=0.55, snippet=how_snippet, text=how)
     if not close_m:
-        f.fire(NONE, conf=0.85, snippet_of=(span_probe.span if span_probe else None),
+        f.fire(NONE, conf=0.85, snippet=(span_probe.span if span_probe else None),
                text="no render shows a reasoning block")
         return
     if open_m and not pairs_with(open_m, close_m) and open_m == close_m:
@@ -175,18 +175,18 @@ def find_reasoning(pr: Prober, f: Findings, tools: list[dict[str, Any]] | None,
                         and span_probe.span.index(REASONING) < 2)
     if (open_m and dflt.rstrip(_WS).endswith(open_m)) or opened_by_prompt:
         start = "prefilled"
-        f.fire(PREFILLED, snippet_of=dflt[-80:], text=f"the generation prompt opens the block ({open_m!r})")
+        f.fire(PREFILLED, snippet=dflt[-80:], text=f"the generation prompt opens the block ({open_m!r})")
     switchable = prompts["on"] is not None and prompts["off"] is not None and prompts["on"] != prompts["off"]
     opens: tuple[str, ...] = (open_m,) if open_m else ()
     labelled = re.fullmatch(r"(<[^<>\s]+>|\[[^\[\]\s]+\])([A-Za-z_][\w-]*)", open_m)
     if labelled:
         # a tag followed by a label word (<|channel>thought): the bare tag opens a block too
         opens = (open_m + "\n", open_m, labelled.group(1))
-        f.fire(LABELLED, snippet_of=open_m, text=f"{labelled.group(1)!r} alone opens a block too")
+        f.fire(LABELLED, snippet=open_m, text=f"{labelled.group(1)!r} alone opens a block too")
     f.reasoning = ReasoningSpec(open=opens, close=(close_m,), start=start,  # type: ignore[arg-type]
                                 switchable=switchable)
     if "reasoning" not in f.confidence:
-        f.fire(how_rule, conf=0.95 if span_probe is not None else prompt_conf, snippet_of=how_snippet,
+        f.fire(how_rule, conf=0.95 if span_probe is not None else prompt_conf, snippet=how_snippet,
                text=f"open {open_m!r}, close {close_m!r}, start {start}; {how}")
 
 def _closing_form(tok: str) -> str:

@@ -24,13 +24,17 @@ How to declare a rule and emit evidence (the API for every rule module)::
     def find_something(pr, f):           # f is a derive.extract.Findings
         ...
         f.fire(SPLIT, snippet=post, text=f"split {post!r} into {a!r} and {b!r}", conf=0.95)
+        f.say("tools", 0.3, "...")      # legacy: evidence from no registered rule (rule == "")
 
     # then add "mymodule" to RULE_MODULES below.
 
-``Findings.fire(rule, snippet=..., text=..., conf=None, cap=None)``: ``conf`` sets the field's
-confidence (``effect == "set"``), ``cap`` lowers it to at most that value (``"cap"``), neither
-records the decision only (``"note"``). ``snippet`` is the exact render text the rule read
-(truncated to :data:`SNIPPET_CHARS`). Rule names are ``area.what`` and unique across modules;
+``Findings.fire(rule, text=..., snippet=..., conf=None, cap=None, fieldname=None)``: ``conf``
+sets the field's confidence (``effect == "set"``), ``cap`` lowers it to at most that value
+(``"cap"``), neither records the decision only (``"note"``); ``fieldname`` overrides the rule's
+field for a rule that serves several. Field ``"confidence"`` is the profile's overall confidence
+(confidence.py): its evidence is recorded but sets no field. ``snippet`` is the exact render text
+the rule read (clipped to :data:`SNIPPET_CHARS`). Sentinels (the probe strings) live in
+``probes.py``. Rule names are ``area.what`` and unique across modules;
 ``tests/test_derive_rules.py`` checks that every registered rule fires on some template in
 ``fixtures/templates/`` (a guard rule, ``guard=True``, is fired by a unit test instead).
 """
@@ -41,7 +45,7 @@ from dataclasses import dataclass
 from importlib import import_module
 from typing import Any, Literal
 
-__all__ = ["RULE_MODULES", "SNIPPET_CHARS", "Effect", "Evidence", "Rule", "registry"]
+__all__ = ["RULE_MODULES", "SNIPPET_CHARS", "Effect", "Evidence", "Rule", "clip", "registry"]
 
 SNIPPET_CHARS = 160
 
@@ -104,7 +108,7 @@ def registry() -> dict[str, Rule]:
     return out
 
 
-def snippet(text: str | None) -> str:
+def clip(text: str | None) -> str:
     """A render excerpt short enough for evidence."""
     if not text:
         return ""

@@ -51,7 +51,7 @@ def validated(prof: Profile, f: Findings) -> Profile:
         Profile.from_dict(prof.to_dict())
     except ProfileError as e:
         fieldname = e.field.split(".")[0]
-        f.fire(REJECTED, fieldname=fieldname, conf=0.2, snippet_of=e.field,
+        f.fire(REJECTED, fieldname=fieldname, conf=0.2, snippet=e.field,
                text=f"derived {e.field} is unusable ({e}); left out")
         prof = replace(prof, tools=None) if e.field.startswith("tools") else replace(prof, reasoning=None)
         Profile.from_dict(prof.to_dict())
@@ -65,25 +65,25 @@ def structural_checks(p: Profile, f: Findings, special_tokens: tuple[str, ...]) 
         leaked = [m for m in markers if _SENTINEL in m]
         if leaked:
             failed += 1
-            f.fire(LEAK, fieldname=fieldname, cap=0.3, snippet_of=" ".join(leaked),
+            f.fire(LEAK, fieldname=fieldname, cap=0.3, snippet=" ".join(leaked),
                    text=f"structural check failed: probe data leaked into markers {leaked}")
     r = p.reasoning
     if r is not None and r.open and r.close and not any(pairs_with(o.strip(), c) for o in r.open
                                                         for c in r.close):
         failed += 1
-        f.fire(REASONING_UNPAIRED, cap=0.8, snippet_of=f"{r.open[0]} {r.close[0]}",
+        f.fire(REASONING_UNPAIRED, cap=0.8, snippet=f"{r.open[0]} {r.close[0]}",
                text=f"reasoning markers {r.open[0]!r} / {r.close[0]!r} are not an open/close pair")
     t = p.tools
     if t is not None:
         for a, b in ((t.section_open, t.section_close), (t.call_open, t.call_close)):
             if a and b and not pairs_with(a[0], b[0]):
                 failed += 1
-                f.fire(MARKERS_UNPAIRED, snippet_of=f"{a[0]} {b[0]}",
+                f.fire(MARKERS_UNPAIRED, snippet=f"{a[0]} {b[0]}",
                        text=f"{a[0]!r} / {b[0]!r} are not an open/close pair")
     if special_tokens:
         special = set(special_tokens)
         known = sorted({m for ms in markers_of(p).values() for m in ms if m in special})
         if known:
-            f.fire(SPECIAL, snippet_of=" ".join(known),
+            f.fire(SPECIAL, snippet=" ".join(known),
                    text=f"the tokenizer's special tokens confirm markers {', '.join(known)}")
     return failed
