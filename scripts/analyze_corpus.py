@@ -321,6 +321,7 @@ def main() -> int:
             print(f"     cause: {rec['other_cause'][:300]}", flush=True)
     total = time.perf_counter() - t_all
     summary = _summary(out, total)
+    summary["calibration"] = calibration(out)
     print(json.dumps(summary, indent=2))
     if a.save:
         Path(a.save).write_text(json.dumps({"summary": summary, "templates": out}, indent=1,
@@ -462,7 +463,56 @@ def _markdown(s: dict[str, Any], out: list[dict[str, Any]]) -> str:
         lines.append(f"| `{r['file']}` | {r['expected'].replace('|', '/')} | {derived[:140]} | "
                      f"{r.get('name') or ''} | {r.get('confidence', '')} | {peers} | "
                      f"{r.get('self_check', '')} | {r.get('seconds', 0) * 1000:.0f} |")
+    lines += calibration_markdown(s.get("calibration") or {})
     return "\n".join(lines) + "\n"
+
+
+# -- calibration: does the confidence separate derivations that pass their measure from those that fail?
+
+def _distribution(values: list[float]) -> dict[str, Any]:
+    if not values:
+        return {"n": 0}
+    v = sorted(values)
+    q = statistics.quantiles(v, n=4) if len(v) > 1 else [v[0]] * 3
+    return {"n": len(v), "min": v[0], "p25": round(q[0], 3), "median": round(statistics.median(v), 3),
+            "p75": round(q[2], 3), "max": v[-1]}
+
+
+def calibration(out: list[dict[str, Any]]) -> dict[str, Any]:
+    """Confidence of passing vs failing derivations, per measure (failing with >= 0.9 must not happen)."""
+    measures = {
+        "peer_covered": [(r.get("covered_correct"), r) for r in out if r["expected"] in PEER_DIALECTS],
+        "peer_all_vectors": [(r.get("correct"), r) for r in out if r["expected"] in PEER_DIALECTS],
+        "other_call_example": [(r.get("other_pass"), r) for r in out if r["expected"].startswith("other:")],
+        "no_tool": [(r.get("correct"), r) for r in out if r["expected"] == "none"],
+    }
+    res: dict[str, Any] = {}
+    for name, pairs in measures.items():
+        passed = [r.get("confidence", 0.0) for ok, r in pairs if ok]
+        failed = [r.get("confidence", 0.0) for ok, r in pairs if not ok]
+        res[name] = {"passing": _distribution(passed), "failing": _distribution(failed),
+                     "failing_with_confidence_ge_0.9": sorted(r["file"] for ok, r in pairs
+                                                              if not ok and r.get("confidence", 0.0) >= 0.9)}
+    return res
+
+
+def calibration_markdown(cal: dict[str, Any]) -> list[str]:
+    if not cal:
+        return []
+    lines = ["", "## Calibration: confidence of passing vs failing derivations", "",
+             "Per measure, the distribution of the derived profile's confidence for derivations that pass "
+             "it and for those that fail it. A failing derivation with confidence >= 0.9 is a calibration "
+             "error.", "",
+             "| measure | passing n | min | p25 | median | p75 | max | failing n | min | p25 | median | p75 "
+             "| max | failing with >= 0.9 |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for name, m in cal.items():
+        cells = []
+        for side in ("passing", "failing"):
+            d = m[side]
+            cells += [str(d["n"])] + [str(d.get(k, "")) for k in ("min", "p25", "median", "p75", "max")]
+        bad = m["failing_with_confidence_ge_0.9"]
+        lines.append(f"| {name} | " + " | ".join(cells) + f" | {len(bad)}{': ' + ', '.join(bad) if bad else ''} |")
+    return lines
 
 
 if __name__ == "__main__":

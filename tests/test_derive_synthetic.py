@@ -144,7 +144,8 @@ def _render_kw(name: str) -> dict[str, Any]:
     return {"permissive": False, **RENDER_KW.get(name, {})}
 
 
-@pytest.mark.parametrize("name", [pytest.param(n, id=n.removesuffix(".jinja")) for n in TEMPLATES])
+@pytest.mark.parametrize("name", [pytest.param(n, id=n.removesuffix(".jinja"))
+                                  for n, t in TEMPLATES.items() if "refuses" not in t])
 def test_fixture_renders_a_whole_conversation(name: str) -> None:
     from autoparser.templates.render import TemplateRenderer
 
@@ -153,6 +154,17 @@ def test_fixture_renders_a_whole_conversation(name: str) -> None:
     text = r.render(CONVERSATION, tools=_tools_for(name), add_generation_prompt=True, **kw)
     for part in ("Weather in Paris?", "sunny", "It is sunny.", "Thanks"):  # some drop the system turn
         assert part in text, part
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, id=n.removesuffix(".jinja"))
+                                  for n, t in TEMPLATES.items() if "refuses" in t])
+def test_rule_fixture_refuses_the_whole_conversation(name: str) -> None:
+    """A rule fixture that refuses some turns on purpose ('refuses') cannot render the whole one."""
+    from autoparser.templates.render import TemplateRenderer
+
+    r = TemplateRenderer((DIR / name).read_text(encoding="utf-8"), permissive=False)
+    with pytest.raises(TemplateError):
+        r.render(CONVERSATION, tools=_tools_for(name), add_generation_prompt=True)
 
 
 def _call_example(name: str) -> str:

@@ -65,7 +65,9 @@ def main_analyze(argv: list[str], out: TextIO | None = None) -> int:
         out.write(emit(prof, a.emit, tools=tools).rstrip("\n") + "\n")
         return 0
     if a.json:
-        out.write(prof.to_json() + "\n")
+        # the profile, plus how it was derived (structured evidence, round trip); autoparser.load
+        # reads this back as the profile alone
+        out.write(json.dumps({**prof.to_dict(), "derivation": an.to_dict()}, indent=2, ensure_ascii=False) + "\n")
         return 0
     _summary(out, src, an)
     if a.explain:
@@ -127,6 +129,10 @@ def _summary(out: TextIO, src: Any, an: Any) -> None:
 
 
 def _explain(out: TextIO, an: Any) -> None:
+    out.write("  rules (field, rule, effect on its confidence, the render text it read)\n")
+    for e in an.evidence:
+        effect = f"{e.effect} {e.confidence:.2f}" if e.confidence is not None else e.effect
+        out.write(f"    {e.field or '-':22} {e.rule or '(no rule)':34} {effect:9} {e.snippet[:80]!r}\n")
     out.write("  probes (what the template wrote for each assistant turn)\n")
     for p in an.findings.probes:
         body = (p.error and f"ERROR {p.error}") or repr(p.span)

@@ -18,8 +18,29 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import TemplateError
+from .rules import Rule
 
-__all__ = ["NAME1", "NAME2", "CallShape", "Probe", "Prober", "after_user", "call", "call_id", "tools_for"]
+__all__ = ["NAME1", "NAME2", "RULES", "CallShape", "Probe", "Prober", "after_user", "call", "call_id", "tools_for"]
+
+# the call-turn shapes a template may need before it renders a call, and what needing one says
+SHAPE_STRING_ARGS = Rule("render.string_arguments", "tools.render",
+                         "the template renders calls only when arguments are a JSON string, not a mapping")
+SHAPE_NO_CONTENT = Rule("render.content_none", "tools.render",
+                        "the template renders calls only when the call turn's content is None")
+SHAPE_NO_IDS = Rule("render.no_ids", "tools.ids",
+                    "with a caller's id the template writes the id where the name goes: probe without ids")
+SHAPE_PERMISSIVE = Rule("render.permissive", "tools.render",
+                        "calls render only under other engines' laxer semantics: the model saw renders like these")
+SHAPE_REASONED = Rule("render.reasoned", "tools.render",
+                      "calls render only on turns that carry reasoning (read unguarded)")
+SHAPE_DOCUMENTS = Rule("render.documents", "tools.render",
+                       "calls render only on the retrieval branch (documents given)")
+UNPASSED = Rule("variables.unpassed", "variables",
+                "a variable no caller passes shapes the system prompt, not the turn: bind it to ''")
+OUT_OF_TIME = Rule("renders.out_of_time", "renders",
+                   "probes stopped by the time budget leave unknown what they would have shown")
+RULES = (OUT_OF_TIME, SHAPE_STRING_ARGS, SHAPE_NO_CONTENT, SHAPE_NO_IDS, SHAPE_PERMISSIVE, SHAPE_REASONED,
+         SHAPE_DOCUMENTS, UNPASSED)
 
 NAME1, NAME2 = "fnQXa", "fnQXb"
 KEY1, KEY2 = "argQXa", "argQXb"
@@ -80,6 +101,23 @@ class CallShape:
                                  ("with reasoning", self.reasoned), ("with documents", self.documents),
                                  ("ids that are the names", self.id_is_name)) if on]
         return ", ".join([self.form, *extra])
+
+    def departures(self) -> list[tuple[Rule, str, float | None]]:
+        """How this shape departs from the plain one: (rule, why, confidence cap) for each departure."""
+        out: list[tuple[Rule, str, float | None]] = []
+        if self.as_string:
+            out.append((SHAPE_STRING_ARGS, "arguments passed as a JSON string", None))
+        if self.content is None:
+            out.append((SHAPE_NO_CONTENT, "call turns carry content None", None))
+        if not self.ids:
+            out.append((SHAPE_NO_IDS, "calls render with their names only when the caller gives no id", None))
+        if self.permissive:
+            out.append((SHAPE_PERMISSIVE, "content None kept, lists mutable, tojson of an iterator", 0.85))
+        if self.reasoned:
+            out.append((SHAPE_REASONED, "the call turn carries reasoning", 0.85))
+        if self.documents:
+            out.append((SHAPE_DOCUMENTS, "retrieval documents in the context", 0.85))
+        return out
 
     def call(self, name: str, args: Mapping[str, Any], index: int) -> dict[str, Any]:
         return call(name, args, index, self.as_string, self.ids, self.id_is_name)
