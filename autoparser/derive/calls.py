@@ -634,8 +634,7 @@ def _name_json(b1: str, b2: str | None, f: Findings) -> ToolSpec | None:
     m = None
     if b2 is not None and NAME2 in b2:
         n2 = b2.find(NAME2)
-        k1 = _brace(b2, b2.find(NAME1))
-        e1 = _balanced_end(b2, k1) if not relaxed else _relaxed_end(b2, k1, relaxed)
+        e1 = _args_end(b2, NAME1, relaxed)
         if e1 > 0:
             m = b2[e1:n2]
     # a trailer such as a closing code fence belongs to the call, not to the markers
@@ -651,8 +650,7 @@ def _name_json(b1: str, b2: str | None, f: Findings) -> ToolSpec | None:
     if b2 is not None and NAME2 in b2:
         # the one-call render may lack the section close that the two-call render writes (a
         # template bug in DeepSeek R1 distills); the model writes it, so take it from there
-        k2 = _brace(b2, b2.find(NAME2))
-        e2 = _balanced_end(b2, k2) if not relaxed else _relaxed_end(b2, k2, relaxed)
+        e2 = _args_end(b2, NAME2, relaxed)
         z2 = b2[e2:] if e2 > 0 else ""
         if trailer:
             z2 = re.sub(r"^\s*```", "", z2)
@@ -695,6 +693,12 @@ def _name_json(b1: str, b2: str | None, f: Findings) -> ToolSpec | None:
     f.fire(NAME_JSON, conf=0.9, snippet=b1[n:end],
            text=f"name then {'relaxed ' if relaxed else ''}JSON arguments: header {header!r}")
     return _spec(mk, codec, f)
+
+def _args_end(s: str, name: str, relaxed: tuple[tuple[str, str], ...]) -> int:
+    """Index after the arguments object that follows ``name`` in ``s`` (JSON or relaxed), or -1."""
+    k = _brace(s, s.find(name))
+    return _balanced_end(s, k) if not relaxed else _relaxed_end(s, k, relaxed)
+
 
 def _brace(s: str, start: int) -> int:
     """The first '{' at or after ``start`` that opens a value, not a slot of the induced pattern."""

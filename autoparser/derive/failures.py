@@ -21,10 +21,17 @@ from ..errors import TemplateError
 from ..templates._exceptions import TemplateBlocked, TemplateLimitExceeded
 from .extract import Findings
 from .probes import Prober
+from .rules import Rule
 
-__all__ = ["HOSTILE_CONFIDENCE", "check_renders"]
+__all__ = ["HOSTILE_CONFIDENCE", "RULES", "check_renders"]
 
 HOSTILE_CONFIDENCE = 0.5  # the cap of rule 2
+
+BLIND = Rule("renders.blind", "renders",
+             "renders blocked by the sandbox or over a limit leave unknown what they would show: cap at 0.5")
+REFUSED = Rule("renders.refused", "renders",
+               "renders the template refuses on purpose say what it does not support: noted, confidence unchanged")
+RULES = (BLIND, REFUSED)
 
 
 def check_renders(pr: Prober, f: Findings) -> None:
@@ -37,13 +44,13 @@ def check_renders(pr: Prober, f: Findings) -> None:
                             f"failed probe renders, for {label!r})") from first
     hostile = [(lb, e) for lb, e in pr.failures if isinstance(e, (TemplateBlocked, TemplateLimitExceeded))]
     if hostile:
-        f.say("renders", min(f.confidence.get("renders", 1.0), HOSTILE_CONFIDENCE),
-              f"{len(hostile)} of {pr.attempted} probe renders were blocked by the sandbox or ran into a limit, "
-              f"so what they would show is unknown: {_grouped(hostile)}")
+        f.fire(BLIND, cap=HOSTILE_CONFIDENCE, snippet=str(hostile[0][1]),
+               text=f"{len(hostile)} of {pr.attempted} probe renders were blocked by the sandbox or ran into a "
+                    f"limit, so what they would show is unknown: {_grouped(hostile)}")
     refused = [(lb, e) for lb, e in pr.failures if not isinstance(e, (TemplateBlocked, TemplateLimitExceeded))]
     if refused:
-        f.evidence.append(f"renders: the template refused {len(refused)} of {pr.attempted} probe renders: "
-                          f"{_grouped(refused)}")
+        f.fire(REFUSED, snippet=str(refused[0][1]),
+               text=f"the template refused {len(refused)} of {pr.attempted} probe renders: {_grouped(refused)}")
 
 
 def _grouped(failures: Sequence[tuple[str, TemplateError]], limit: int = 3) -> str:
