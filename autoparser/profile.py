@@ -72,9 +72,13 @@ class CodecSpec:
       ``tagged``     ``header`` with ``{name}``; parameters written with ``param``, a pattern with
                      ``{key}``, ``{value}`` and optionally ``{string}`` (DSML's string="true"); the
                      call ends at ``trailer``. Values are typed by the tool schema.
-      ``pythonic``   ``[name(key=value, ...), ...]`` with Python literals.
+      ``pythonic``   ``[name(key=value, ...), ...]`` with Python literals; with ``array="never"`` the
+                     calls are lines without list brackets (``f(a=1)\ng(b=2)``) up to the end marker.
 
-    In patterns, whitespace matches any run of whitespace (including none).
+    In patterns, whitespace matches any run of whitespace (including none). A ``name_json`` header
+    may hold the caller's ``{call_id}`` before the name (``{call_id}<|n|>{name}<|a|>``) or after it;
+    ``{index}`` in a header or parameter pattern matches the call's number and is not kept; a
+    ``{string}`` slot is a type attribute that decides coercion (``string_true`` means "a string").
     """
 
     kind: CodecKind
@@ -376,6 +380,8 @@ def _check_semantics(p: Profile) -> None:
                 if m not in t.lookahead_open:
                     raise ProfileError(f"tools.{name}", f"{m!r} is not in lookahead_open")
         c = t.codec
+        if "{index}{" in c.header or "}{index}" in c.header:
+            raise ProfileError("tools.codec.header", "{index} must be separated from other slots by literal text")
         if c.kind in ("name_json", "tagged") and "{name}" not in c.header and "{id}" not in c.header:
             raise ProfileError("tools.codec.header", "must contain {name} or {id} for this codec kind")
         if c.kind == "tagged":

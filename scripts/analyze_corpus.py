@@ -122,6 +122,89 @@ def absent_markers(template: str, cases: list[dict[str, Any]], failed: list[str]
     return out
 
 
+# -- the `other:` measure: a template whose format no builtin covers parses its own call example --
+
+OTHER_TOOLS: list[dict[str, Any]] = [{"type": "function", "function": {
+    "name": "get_weather", "description": "weather forecast",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
+                   "required": ["city"]}}}]
+OTHER_WANT = [{"name": "get_weather", "arguments": {"city": "Paris", "days": 3}}]
+
+
+def other_example(row: dict[str, str]) -> str:
+    """The call example of an EXPECTED.tsv row (written with ``\\n`` escapes)."""
+    return row["call_example"].replace("\\n", "\n").replace("\\t", "\t")
+
+
+def other_measure(prof: autoparser.Profile, row: dict[str, str]) -> dict[str, Any]:
+    """Parse the row's own call example with the derived profile: exactly one call
+    ``get_weather({"city": "Paris", "days": 3})`` passes (whole and character by character)."""
+    raw = other_example(row)
+    got: list[Any] = []
+    try:
+        for chunks in ([raw], list(raw)):
+            p = prof.parser(tools=OTHER_TOOLS)
+            for ch in chunks:
+                p.feed(ch)
+            p.close()
+            res = p.result()
+            got.append(([{"name": c.name, "arguments": c.arguments} for c in res.tool_calls],
+                        res.content.strip()))
+    except Exception as e:  # a crash is a miss
+        return {"other_pass": False, "other_got": repr(e)[:200]}
+    calls, content = got[0]
+    ok = got[0] == got[1] and calls == OTHER_WANT
+    return {"other_pass": ok, "other_got": {"calls": calls, "content": content[:120]},
+            "other_chunking_agrees": got[0] == got[1]}
+
+
+def other_cause(prof: autoparser.Profile, rec: dict[str, Any]) -> str:
+    """Why an `other:` template misses: no calls derived (and what the evidence says), or what
+    the parse of its example gave instead."""
+    if prof.tools is None and prof.messages is None:
+        why = [e for e in prof.evidence if e.startswith(("tools", "content", "renders"))]
+        return "no tool calls derived: " + ("; ".join(why)[:300] or "no evidence")
+    got = rec.get("other_got")
+    return f"derived {describe(prof)[:120]}; the example parses to {json.dumps(got, ensure_ascii=False)[:240]}"
+
+
+def other_markdown(out: list[dict[str, Any]]) -> list[str]:
+    """The `other:` table: formats no builtin covers, each parsing its own call example."""
+    rows = [r for r in out if r["expected"].startswith("other:")]
+    if not rows:
+        return []
+    ok = sum(1 for r in rows if r.get("other_pass"))
+    lines = ["## Formats no builtin covers (`other:`)", "",
+             f"Each template's own `call_example` (EXPECTED.tsv) parsed with its pure derivation must give "
+             f"exactly one call `get_weather({{\"city\": \"Paris\", \"days\": 3}})`, whole and character by "
+             f"character: **{ok}/{len(rows)}**.", "",
+             "| template | format | derived | confidence | self-check | cause of a miss |", "|---|---|---|---|---|---|"]
+    for r in rows:
+        cause = (r.get("other_cause") or r.get("error") or "").replace("|", "\\|").replace("\n", " ")
+        fmt = r["expected"][len("other:"):].replace("|", "\\|")
+        lines.append(f"| `{r['file']}` | {fmt[:60]} | {'yes' if r.get('other_pass') else '**no**'} | "
+                     f"{r.get('confidence', '')} | {r.get('self_check', '')} | {cause[:300]} |")
+    return [*lines, ""]
+
+
+def covered_markdown(out: list[dict[str, Any]]) -> list[str]:
+    """Per template: the peer vectors whose markers the template's text contains, and how many parse."""
+    rows = [r for r in out if "peer_pass" in r]
+    if not rows:
+        return []
+    lines = ["## Covered vectors per template", "",
+             "Vectors whose raw output holds only markers the template's text contains (\"covered\"), and how "
+             "many of them the pure derivation parses; a template counts when >= 90% do.", "",
+             "| template | dialect | covered | parsed | ok |", "|---|---|---|---|---|"]
+    for r in rows:
+        absent = set(r.get("absent_marker_vectors", {}))
+        covered = r["peer_total"] - len(absent)
+        parsed = covered - len(set(r.get("peer_failures", [])) - absent)
+        lines.append(f"| `{r['file']}` | {r['expected']} | {covered} | {parsed} | "
+                     f"{'yes' if r.get('covered_correct') else '**no**'} |")
+    return [*lines, ""]
+
+
 def describe(prof: autoparser.Profile) -> str:
     if prof.messages is not None:
         m = prof.messages
@@ -144,8 +227,11 @@ def describe(prof: autoparser.Profile) -> str:
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--shared", default=str(ROOT.parent / "shared"))
-    ap.add_argument("--only")
+    ap.add_argument("--only", help="only templates whose file name contains this")
+    ap.add_argument("--format", help="only templates whose EXPECTED tool_format starts with this "
+                    "(`other:` is the measure of formats no builtin covers)")
     ap.add_argument("--no-write", action="store_true")
+    ap.add_argument("--save", help="also write the per-template records (JSON) to this path")
     a = ap.parse_args()
     shared = Path(a.shared)
     tdir = shared / "templates"
@@ -165,6 +251,8 @@ def main() -> int:
         f = row["file"]
         if a.only and a.only not in f:
             continue
+        if a.format and not row["tool_format"].startswith(a.format):
+            continue
         src = sources.get(f, {})
         text = (tdir / f).read_text(encoding="utf-8")
         exp = row["tool_format"]
@@ -174,6 +262,11 @@ def main() -> int:
             an = analyze_detailed(text, src.get("bos") or None, src.get("eos") or None, known=False)
         except Exception as e:
             rec.update(error=f"{type(e).__name__}: {e}"[:300], seconds=round(time.perf_counter() - t0, 4))
+            if exp == "none" and isinstance(e, autoparser.TemplateError):
+                # renders nothing at all: no profile, so certainly no tool calls (honest failure)
+                rec.update(correct=True, agrees=True, renders_nothing=True)
+            elif exp.startswith("other:"):
+                rec.update(other_pass=False, other_cause=f"the template renders no conversation: {e}"[:300])
             out.append(rec)
             print(f"{f}: ERROR {rec['error'][:120]}", flush=True)
             continue
@@ -213,15 +306,27 @@ def main() -> int:
         else:
             rec["agrees"] = None
             rec["correct"] = None
+            if exp.startswith("other:"):
+                rec.update(other_measure(prof, row))
+                if not rec["other_pass"]:
+                    rec["other_cause"] = other_cause(prof, rec)
         out.append(rec)
-        flag = {True: "ok ", False: "MISS", None: "   "}[rec["correct"]]
-        peer = f" peers {rec['peer_pass']}/{rec['peer_total']}" if "peer_pass" in rec else ""
+        flag = {True: "ok ", False: "MISS", None: "   "}[rec["correct"] if "other_pass" not in rec
+                                                       else rec["other_pass"]]
+        peer = (f" peers {rec['peer_pass']}/{rec['peer_total']} covered {'ok' if rec['covered_correct'] else 'MISS'}"
+                if "peer_pass" in rec else "")
         print(f"{flag} {f}: {prof.name} conf {prof.confidence}{peer} check {rec['self_check']} "
               f"[{rec['derived'][:90]}]", flush=True)
+        if rec.get("other_cause"):
+            print(f"     cause: {rec['other_cause'][:300]}", flush=True)
     total = time.perf_counter() - t_all
     summary = _summary(out, total)
+    summary["calibration"] = calibration(out)
     print(json.dumps(summary, indent=2))
-    if not a.no_write and not a.only:
+    if a.save:
+        Path(a.save).write_text(json.dumps({"summary": summary, "templates": out}, indent=1,
+                                           ensure_ascii=False) + "\n", encoding="utf-8")
+    if not a.no_write and not a.only and not a.format:
         adir = ROOT / "analysis"
         adir.mkdir(exist_ok=True)
         (adir / "corpus.json").write_text(json.dumps({"summary": summary, "templates": out}, indent=1,
@@ -268,6 +373,9 @@ def _summary(out: list[dict[str, Any]], total: float) -> dict[str, Any]:
         "unreachable_by_any_derivation": [r["file"] for r in peer if r.get("reachable") is False],
         "upper_bound_for_pure_derivation": sum(1 for r in peer if r.get("reachable", True)),
         "correct_on_covered_vectors": sum(1 for r in peer if r.get("covered_correct")),
+        "other_templates": sum(1 for r in out if r["expected"].startswith("other:")),
+        "renders_nothing": sum(1 for r in out if r.get("renders_nothing")),
+        "other_call_example_parses": sum(1 for r in out if r.get("other_pass")),
         "analysis_seconds_p50": round(statistics.median(times), 4) if times else None,
         "analysis_seconds_p95": round(sorted(times)[int(0.95 * (len(times) - 1))], 4) if times else None,
         "analysis_seconds_total": round(sum(times), 2),
@@ -287,7 +395,9 @@ def _markdown(s: dict[str, Any], out: list[dict[str, Any]]) -> str:
               "- per dialect (correct/templates): "
               + ", ".join(f"{k} {v}" for k, v in s["per_dialect"].items()),
               f"- templates without tool calls (EXPECTED `none`) that derive \"no tool calls\": "
-              f"{s['no_tool_correct']}/{s['no_tool_templates']}",
+              f"{s['no_tool_correct']}/{s['no_tool_templates']}"
+              + (f" ({s['renders_nothing']} of them render no conversation at all and raise TemplateError)"
+                 if s.get("renders_nothing") else ""),
               f"- upper bound for any pure derivation: **{s['upper_bound_for_pure_derivation']}**"
               f"/{s['peer_dialect_templates']} "
               f"({s['upper_bound_for_pure_derivation'] / s['peer_dialect_templates']:.0%}); "
@@ -296,6 +406,8 @@ def _markdown(s: dict[str, Any], out: list[dict[str, Any]]) -> str:
               f"- on only the vectors whose markers the template's text contains: "
               f"{s['correct_on_covered_vectors']}/{s['peer_dialect_templates']} "
               f"({s['correct_on_covered_vectors'] / s['peer_dialect_templates']:.0%}) parse >= 90% of them",
+              f"- formats no builtin covers (`other:`): the template's own call example parses to exactly the "
+              f"expected call for **{s['other_call_example_parses']}/{s['other_templates']}** (table below)",
               f"- with `known=True` (a matched dialect adds its recovery rules): "
               f"{s['known_true_correct']}/{s['peer_dialect_templates']} parse >= 90% of the peer vectors",
               f"- derivations whose wire format contradicts EXPECTED.tsv (tools, tool format or reasoning "
@@ -341,7 +453,8 @@ def _markdown(s: dict[str, Any], out: list[dict[str, Any]]) -> str:
             why = f"parses {r['peer_pass']}/{r['peer_total']} peer vectors. Failing: {causes}. " + why
         lines.append(f"- `{r['file']}` (expected {r['expected']}, derived {r.get('name')}, "
                      f"confidence {r.get('confidence')}): {why}")
-    lines += ["", "## All templates", "",
+    lines += ["", *other_markdown(out), *covered_markdown(out)]
+    lines += ["## All templates", "",
               "| template | expected | derived | matched | confidence | peers | self-check | ms |",
               "|---|---|---|---|---|---|---|---|"]
     for r in out:
@@ -350,7 +463,56 @@ def _markdown(s: dict[str, Any], out: list[dict[str, Any]]) -> str:
         lines.append(f"| `{r['file']}` | {r['expected'].replace('|', '/')} | {derived[:140]} | "
                      f"{r.get('name') or ''} | {r.get('confidence', '')} | {peers} | "
                      f"{r.get('self_check', '')} | {r.get('seconds', 0) * 1000:.0f} |")
+    lines += calibration_markdown(s.get("calibration") or {})
     return "\n".join(lines) + "\n"
+
+
+# -- calibration: does the confidence separate derivations that pass their measure from those that fail?
+
+def _distribution(values: list[float]) -> dict[str, Any]:
+    if not values:
+        return {"n": 0}
+    v = sorted(values)
+    q = statistics.quantiles(v, n=4) if len(v) > 1 else [v[0]] * 3
+    return {"n": len(v), "min": v[0], "p25": round(q[0], 3), "median": round(statistics.median(v), 3),
+            "p75": round(q[2], 3), "max": v[-1]}
+
+
+def calibration(out: list[dict[str, Any]]) -> dict[str, Any]:
+    """Confidence of passing vs failing derivations, per measure (failing with >= 0.9 must not happen)."""
+    measures = {
+        "peer_covered": [(r.get("covered_correct"), r) for r in out if r["expected"] in PEER_DIALECTS],
+        "peer_all_vectors": [(r.get("correct"), r) for r in out if r["expected"] in PEER_DIALECTS],
+        "other_call_example": [(r.get("other_pass"), r) for r in out if r["expected"].startswith("other:")],
+        "no_tool": [(r.get("correct"), r) for r in out if r["expected"] == "none"],
+    }
+    res: dict[str, Any] = {}
+    for name, pairs in measures.items():
+        passed = [r.get("confidence", 0.0) for ok, r in pairs if ok]
+        failed = [r.get("confidence", 0.0) for ok, r in pairs if not ok]
+        res[name] = {"passing": _distribution(passed), "failing": _distribution(failed),
+                     "failing_with_confidence_ge_0.9": sorted(r["file"] for ok, r in pairs
+                                                              if not ok and r.get("confidence", 0.0) >= 0.9)}
+    return res
+
+
+def calibration_markdown(cal: dict[str, Any]) -> list[str]:
+    if not cal:
+        return []
+    lines = ["", "## Calibration: confidence of passing vs failing derivations", "",
+             "Per measure, the distribution of the derived profile's confidence for derivations that pass "
+             "it and for those that fail it. A failing derivation with confidence >= 0.9 is a calibration "
+             "error.", "",
+             "| measure | passing n | min | p25 | median | p75 | max | failing n | min | p25 | median | p75 "
+             "| max | failing with >= 0.9 |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for name, m in cal.items():
+        cells = []
+        for side in ("passing", "failing"):
+            d = m[side]
+            cells += [str(d["n"])] + [str(d.get(k, "")) for k in ("min", "p25", "median", "p75", "max")]
+        bad = m["failing_with_confidence_ge_0.9"]
+        lines.append(f"| {name} | " + " | ".join(cells) + f" | {len(bad)}{': ' + ', '.join(bad) if bad else ''} |")
+    return lines
 
 
 if __name__ == "__main__":

@@ -145,3 +145,22 @@ def test_demo_offline(args: list[str]) -> None:
     r = run(*args)
     assert r.returncode == 0, r.stderr
     assert "ToolCallStart" in r.stdout and "OpenAI message" in r.stdout
+
+
+def test_json_after_a_cache_hit_still_carries_the_derivation(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cache keeps only the profile; ``--json`` (like ``--explain``) analyses afresh."""
+    from autoparser.derive.cli import main_analyze
+
+    monkeypatch.setenv("AUTOPARSER_CACHE_DIR", str(tmp_path / "cache"))
+    tpl = tmp_path / "t.jinja"
+    tpl.write_text(HERMES_LIKE, encoding="utf-8")
+    with open(tmp_path / "summary.txt", "w") as fh:
+        assert main_analyze([str(tpl), "--no-save"], out=fh) == 0  # fills the cache
+    outs = []
+    for name in ("first.json", "second.json"):
+        with open(tmp_path / name, "w") as fh:
+            assert main_analyze([str(tpl), "--json"], out=fh) == 0
+        outs.append(json.loads((tmp_path / name).read_text(encoding="utf-8")))
+    assert all("derivation" in o for o in outs)
+    first, second = ({k: v for k, v in o["derivation"].items() if k != "seconds"} for o in outs)
+    assert first == second

@@ -14,6 +14,7 @@ import pytest
 
 import autoparser
 from autoparser.derive import analyze_detailed
+from autoparser.errors import TemplateError
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 TEMPLATES = SHARED / "templates"
@@ -49,8 +50,22 @@ def _analysis(row: dict[str, str]) -> Any:
 PEER = {d.name for d in autoparser.dialects()}
 
 
+# templates no probe renders at all (every render raises), so analyze raises TemplateError (issue 9,
+# honest failure); each with why, from EXPECTED.tsv. Derivation that learns to render them shrinks this.
+UNRENDERABLE = {
+    "cohere/c4ai-command-r-v01.hfjs.jinja": "reads tool.name: wants a flat tool list, not OpenAI's",
+    "cohere/c4ai-command-r-v01.rag.jinja": "every render iterates the retrieval documents",
+    "firefunction/firefunction-v1.jinja": "wants a 'functions' message before any other",
+}
+
+
 @pytest.mark.parametrize("row", _rows(), ids=lambda r: r["file"])
 def test_analysis_is_sound(row: dict[str, str]) -> None:
+    if row["file"] in UNRENDERABLE:
+        with pytest.raises(TemplateError) as info:
+            _analysis(row)
+        assert info.value.__cause__ is not None
+        return
     an = _analysis(row)
     prof = an.profile
     assert 0.0 <= prof.confidence <= 1.0

@@ -13,15 +13,19 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ..errors import AutoparserError, ProfileError, TemplateError
+from ..errors import AutoparserError, TemplateError
 from ..profile import Profile
 from .calls import find_tools
+from .confidence import combine
 from .extract import Findings, find_content
-from .match import match_dialect
+from .failures import check_renders
+from .match import name_profile
 from .messages import find_messages
-from .probes import Prober, tools_for
+from .probes import OUT_OF_TIME, UNPASSED, Prober, tools_for
 from .reasoning import find_reasoning
+from .rules import Evidence
 from .selfcheck import CheckResult, self_check
+from .structure import structural_checks, validated
 
 __all__ = ["Analysis", "analyze", "analyze_detailed", "detect", "fingerprint", "load", "overrides"]
 
@@ -36,6 +40,21 @@ class Analysis:
         self.check = check
         self.seconds = seconds
         self.renders = renders
+
+    @property
+    def evidence(self) -> list[Evidence]:
+        """The structured evidence behind the profile (``profile.evidence`` is its text rendering)."""
+        return self.findings.structured()
+
+    def to_dict(self) -> dict[str, Any]:
+        """What ``autoparse PATH --json`` adds to the profile: the evidence and the round trip."""
+        c = self.check
+        return {"evidence": [e.to_dict() for e in self.evidence],
+                "rules_fired": sorted(self.findings.fired()),
+                "self_check": {"rendered": c.rendered, "passed": c.passed, "lossy": c.lossy,
+                               "kinds": dict(c.kinds), "failed_kinds": dict(c.failed_kinds),
+                               "failures": c.failures[:3]},
+                "renders": self.renders, "seconds": round(self.seconds, 4)}
 
 
 def analyze(chat_template: str, bos_token: str | None = None, eos_token: str | None = None,
@@ -59,9 +78,13 @@ def analyze_detailed(chat_template: str, bos_token: str | None = None, eos_token
         tools = []
     find_reasoning(pr, f, tools or None)
     find_tools(pr, f)
+    if f.tools is not None:
+        for rule, why, cap in f.call_shape.departures():
+            f.fire(rule, cap=cap, snippet=f.call_shape.label, text=f"call probes rendered with {why}")
     if pr.filled:
-        f.say("variables", 0.85, f"the template reads variables no caller passes ({', '.join(map(repr, pr.filled))}); "
-              "the probes bound them to empty strings")
+        f.fire(UNPASSED, conf=0.85, snippet=", ".join(pr.filled),
+               text=f"the template reads variables no caller passes ({', '.join(map(repr, pr.filled))}); "
+                    "the probes bound them to empty strings")
     messages = find_messages(f, pr.prompt(tools or None))
     if eos_token and eos_token not in f.strip and not eos_token.isspace():
         f.strip.append(eos_token)
@@ -77,21 +100,22 @@ def analyze_detailed(chat_template: str, bos_token: str | None = None, eos_token
         parts = (messages.channel, messages.message, messages.start)
         prof = replace(prof, reasoning=None, tools=None, messages=messages,
                        strip=tuple(t for t in strip if not any(x in t for x in parts)))
-    try:  # a derived profile obeys the same rules as a profile file
-        Profile.from_dict(prof.to_dict())
-    except ProfileError as e:
-        f.say(e.field.split(".")[0], 0.2, f"derived {e.field} is unusable ({e}); left out")
-        prof = replace(prof, tools=None) if e.field.startswith("tools") else replace(prof, reasoning=None)
-        Profile.from_dict(prof.to_dict())
-    _structural_checks(prof, f, special_tokens)
+    prof = validated(prof, f)  # a derived profile obeys the same rules as a profile file
+    structural_checks(prof, f, special_tokens)
     check = self_check(pr, prof, n=check_messages, shape=f.call_shape)
+    check_renders(pr, f)  # no assistant turn rendered at all: TemplateError, not a profile
     if messages is not None:  # the headers replace the reasoning and call findings
         for k in ("reasoning", "tools", "tools.codec", "tools.markers"):
             f.confidence.pop(k, None)
     if pr.out_of_time is not None:
-        f.say("renders", 0.3, f"probes stopped: {pr.out_of_time}; what they would have shown is unknown")
-    conf = _confidence(f, check)
-    name = match_dialect(prof)
+        f.fire(OUT_OF_TIME, conf=0.3, snippet=str(pr.out_of_time),
+               text=f"probes stopped: {pr.out_of_time}; what they would have shown is unknown")
+    conf = combine(f, check, has_calls=prof.tools is not None or prof.messages is not None)
+    for fail in check.failures[:3]:
+        f.evidence.append(f"self-check failure: {fail}")
+    name, hint_note = name_profile(prof, model_id, use_hint=known)  # model_id: a tie-break, never more
+    if hint_note is not None:
+        f.evidence.append(hint_note)
     if check.rendered:
         f.evidence.append(f"self-check: {check.passed}/{check.rendered} random assistant messages "
                           "parsed back exactly")
@@ -143,61 +167,6 @@ def _from_override(prof: Profile, o: dict[str, Any]) -> Profile:
                              f"(sha256 {o['sha256'][:12]}...): dialect {o['dialect']!r} because {o['reason']}"))
 
 
-def _markers_of(p: Profile) -> dict[str, tuple[str, ...]]:
-    out: dict[str, tuple[str, ...]] = {"strip": p.strip}
-    if p.reasoning is not None:
-        out["reasoning"] = (*p.reasoning.open, *p.reasoning.close)
-    if p.tools is not None:
-        t = p.tools
-        out["tools.markers"] = (*t.section_open, *t.section_close, *t.call_open, *t.call_close)
-        out["tools.codec"] = tuple(x for x in (t.codec.header, t.codec.param, t.codec.trailer) if x)
-    return out
-
-
-def _structural_checks(p: Profile, f: Findings, special_tokens: tuple[str, ...]) -> None:
-    """Checks that need no render: sentinels never leak into markers, markers pair up, and
-    markers the tokenizer knows as special tokens are confirmed by it."""
-    from .markup import pairs_with
-
-    for field, markers in _markers_of(p).items():
-        leaked = [m for m in markers if "QX" in m]
-        if leaked:
-            f.say(field, 0.3, f"structural check failed: probe data leaked into markers {leaked}")
-    r = p.reasoning
-    if r is not None and r.open and r.close and not any(pairs_with(o.strip(), c) for o in r.open
-                                                        for c in r.close):
-        f.evidence.append(f"structural: reasoning markers {r.open[0]!r} / {r.close[0]!r} are not an "
-                          "open/close pair")
-        f.confidence["reasoning"] = min(f.confidence.get("reasoning", 1.0), 0.8)
-    t = p.tools
-    if t is not None:
-        for a, b in ((t.section_open, t.section_close), (t.call_open, t.call_close)):
-            if a and b and not pairs_with(a[0], b[0]):
-                f.evidence.append(f"structural: {a[0]!r} / {b[0]!r} are not an open/close pair")
-    if special_tokens:
-        special = set(special_tokens)
-        known = sorted({m for ms in _markers_of(p).values() for m in ms if m in special})
-        if known:
-            f.evidence.append(f"special tokens: the tokenizer confirms markers {', '.join(known)}")
-
-
-# the fields whose confidence bounds the profile's: what it parses, and how sure the renders were
-_CORE_FIELDS = ("content", "reasoning", "tools", "tools.codec", "tools.render", "tools.markers", "variables",
-                "renders", "end_of_turn", "messages")
-
-
-def _confidence(f: Findings, check: CheckResult) -> float:
-    core = [v for k, v in f.confidence.items() if k in _CORE_FIELDS]
-    base = min(core) if core else 0.5
-    if not check.rendered:
-        return round(min(base, 0.5), 3)
-    rate = check.rate
-    score = base * (0.4 + 0.6 * rate) if rate < 1.0 else base
-    if rate < 0.9:
-        score = min(score, 0.6)
-    return round(min(score, 0.99), 3)
-
-
 def _with_builtin_rules(prof: Profile, name: str) -> Profile:
     """Take what templates cannot reveal (recovery rules, alternative spellings) from the builtin."""
     from ..dialects import get_profile
@@ -218,7 +187,7 @@ def load(path: str | Path, *, known: bool = True) -> Profile:
             text = p.read_text(encoding="utf-8")
         except OSError as e:
             raise AutoparserError(f"cannot read {p}: {e.strerror}") from None
-        return Profile.from_json(text)
+        return _profile_json(text)
     from ..templates.sources import load_source
     from ..tokens import with_special_markers
 
@@ -226,6 +195,20 @@ def load(path: str | Path, *, known: bool = True) -> Profile:
     prof = analyze(src.template_for(tools=True), src.bos_token, src.eos_token, known=known,
                    special_tokens=src.special_tokens, model_id=src.model_id)
     return with_special_markers(prof, src.special_tokens, src.kind)
+
+
+def _profile_json(text: str) -> Profile:
+    """A profile file; ``autoparse PATH --json`` output too (its ``derivation`` record is not part of
+    the profile and is set aside)."""
+    import json
+
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        return Profile.from_json(text)  # raises the ProfileError with the position
+    if isinstance(data, dict) and isinstance(data.get("derivation"), dict):
+        data = {k: v for k, v in data.items() if k != "derivation"}
+    return Profile.from_dict(data)
 
 
 def detect(chat_template: str | None = None, model_id: str | None = None, *, known: bool = True,

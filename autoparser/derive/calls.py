@@ -18,6 +18,7 @@ from typing import Any
 
 from ..profile import CodecSpec, ReasoningSpec, ToolSpec
 from .extract import Findings, find_content
+from .induce import SLOT, constant_head, constant_tail, has_slot, number_slot, slotted
 from .markup import (
     common_prefix,
     common_suffix,
@@ -28,6 +29,7 @@ from .markup import (
 )
 from .probes import (
     CONTENT,
+    INT1,
     KEY1,
     KEY2,
     NAME1,
@@ -38,16 +40,84 @@ from .probes import (
     CallShape,
     Prober,
     call,
+    call_id,
     tools_for,
 )
 from .reasoning import find_reasoning
+from .rules import Rule
 
-__all__ = ["find_tools"]
+__all__ = ["RULES", "find_tools"]
 
 _WS = " \t\r\n"
 
+# -- the rules: what each reading of the call renders may conclude, and why --------------------
+# which shape renders the calls (probes.py names how a shape departs from the plain one)
+FLAT_LIST = Rule("tools.flat_list", "tools.list",
+                 "a template that reads a flat tool list (name, description, parameters) is probed with one")
+NAMELESS = Rule("tools.nameless", "tools",
+                "arguments that render without the name leave how the model names a function unknown")
+UNEXPLAINED = Rule("tools.unexplained", "tools", "calls that render but that no codec reads are not derived")
+NO_CALLS = Rule("tools.none", "tools", "no call render shows the call: the template renders no tool calls")
+PY_DICT = Rule("tools.python_dict_arguments", "tools",
+               "arguments printed as a Python dict are an artefact of the call: another shape shows the format")
+SHAPE_UNREAD = Rule("tools.shape_unread", "tools",
+                    "a call shape whose render no codec reads is skipped for the next shape")
+ID_FOR_NAME = Rule("tools.id_for_name", "tools.codec",
+                   "with ids equal to the names, where the name shows the template wrote the id: an id slot")
+CALL_CONTENT = Rule("content.call_turn_wrapper", "content",
+                    "an empty pair before the calls that holds a call turn's content wraps content: strip it")
+# where the markers are (aligned renders: before the first call, between two, after the last)
+ONE_CALL = Rule("tools.markers_one_call", "tools.markers",
+                "with only a one-call render, section and per-call markers cannot be told apart")
+ALIGNED = Rule("tools.markers_aligned", "tools.markers",
+               "text before the first call, between two and after the last aligns into section, call and "
+               "separator markers")
+SLOT_MARKER = Rule("tools.slot_marker", "tools.markers",
+                   "literal text that holds a slot cannot be scanned for: its constant tail is the marker")
+EMPTY_PAIR = Rule("reasoning.empty_pair_before_calls", "reasoning",
+                  "an empty open/close pair written before the calls is an (empty) reasoning block")
+CLOSE_THEN_EOT = Rule("tools.close_then_end_of_turn", "tools.markers",
+                      "a close that pairs with the open ends the calls; markup after it ends the turn")
+TRAILING_EOT = Rule("tools.trailing_end_of_turn", "tools.markers",
+                    "text after the last call with no group opened before the first ends the turn")
+LONE_OPEN = Rule("tools.recovery_lone_open", "tools.recovery",
+                 "a marker nothing closes hands the rest to the calls: text after it that is no call is content")
+TWO_LEVEL = Rule("tools.recovery_two_level", "tools.recovery",
+                 "section and per-call markers both exist: unparseable section text is dropped")
+BARE_JSON = Rule("tools.bare_json", "tools.bare_json",
+                 "JSON calls with no marker: only one at the start of the output is a call")
+SEPARATOR_OPENS = Rule("tools.separator_opens", "tools.markers",
+                       "a marker only between calls opens every call (the generation prompt wrote the first)")
+HEAD_OPENS = Rule("tools.header_head_opens", "tools.bare_calls",
+                  "with no wrapper, the constant head of the call's header opens a call")
+TWO_CALL_CLOSE = Rule("tools.section_close_from_two_calls", "tools.markers",
+                      "a close only the two-call render writes after the last call is the section close")
+# which codec reads the call, and its parameters
+JSON_ARRAY = Rule("tools.json_array", "tools.markers",
+                  "calls in a JSON array: the text around the array is the section")
+JSON_CODEC = Rule("tools.codec_json", "tools.codec", "a JSON object holding the name and the arguments is a call")
+PYTHONIC = Rule("tools.codec_pythonic", "tools.codec", "Python call syntax with keyword arguments is a call")
+LIST_OPENS = Rule("tools.bracket_list_opens", "tools.bare_calls",
+                  "a bracketed call list is distinctive enough to start a call without its wrapper")
+PY_LINES = Rule("tools.pythonic_lines", "tools.codec",
+                "calls without list brackets are one per line, up to the call's end marker")
+NAME_JSON = Rule("tools.codec_name_json", "tools.codec", "a name then a JSON (or relaxed) object is a call")
+ID_BEFORE_NAME = Rule("tools.id_before_name", "tools.ids", "an id slot before the name starts the call's header")
+NUMBERED_IDS = Rule("tools.numbered_ids", "tools.ids",
+                    "text after the name that differs between calls only by their number is an id holding the name")
+HEADER_TAIL = Rule("tools.header_tail", "tools.codec",
+                   "what the header writes after the name before the first parameter is header (a number, a slot)")
+TAGGED = Rule("tools.codec_tagged", "tools.codec", "one element per argument around key and value is a tagged call")
+BARE_TAGS = Rule("tools.bare_tags", "tools.bare_calls",
+                 "calls that are bare tags closed by their closing form start at their own tag")
+TAG_OPENS = Rule("tools.tag_opens", "tools.bare_calls",
+                 "a call's own tag is distinctive enough to start a call without its wrapper")
+RULES = (FLAT_LIST, NAMELESS, UNEXPLAINED, NO_CALLS, PY_DICT, SHAPE_UNREAD, ID_FOR_NAME, CALL_CONTENT, ONE_CALL,
+         ALIGNED, SLOT_MARKER, EMPTY_PAIR, CLOSE_THEN_EOT, TRAILING_EOT, LONE_OPEN, TWO_LEVEL, BARE_JSON,
+         SEPARATOR_OPENS, HEAD_OPENS, TWO_CALL_CLOSE, JSON_ARRAY, JSON_CODEC, PYTHONIC, LIST_OPENS, PY_LINES,
+         NAME_JSON, ID_BEFORE_NAME, NUMBERED_IDS, HEADER_TAIL, TAGGED, BARE_TAGS, TAG_OPENS)
 
-ARGS1: dict[str, Any] = {KEY1: VAL1, KEY2: 7}
+ARGS1: dict[str, Any] = {KEY1: VAL1, KEY2: INT1}
 
 ARGS2: dict[str, Any] = {KEY1: VAL2}
 
@@ -67,7 +137,43 @@ def find_tools(pr: Prober, f: Findings) -> None:
         attempts += [replace(a, documents=True) for a in attempts]
     if not pr.renderer.reads("tool_calls"):
         attempts = plain  # it never reads a call: other shapes cannot show one
-    found = False
+    found = _first_rendering(pr, f, attempts, tools)
+    if pr.flat_tools:
+        f.fire(FLAT_LIST,
+               text="the template reads a flat tool list (name, description, parameters), "
+                    "not OpenAI's {type, function}; the probes passed it that way")
+    if not found and any(p.span and VAL1 in p.span and NAME1 not in p.span for p in f.probes):
+        # the arguments render but the name never does: the template may write the caller's id in
+        # its place; calls whose ids are their names show where that slot is
+        shown = {p.label for p in f.probes if p.span and VAL1 in p.span}
+        again = [replace(a, id_is_name=True) for a in attempts if a.ids and f"1 call ({a.label})" in shown]
+        found = _first_rendering(pr, f, again[:2], tools)
+    if not found:
+        pr.permissive = False
+        errs = [p.error for p in f.probes if p.error and "call" in p.label]
+        rendered = any(p.span and NAME1 in p.span for p in f.probes)
+        args_only = any(p.span and VAL1 in p.span and NAME1 not in p.span for p in f.probes)
+        if args_only and f.reasoning is None:
+            find_reasoning(pr, f, tools, call_turn=CallShape().message([call(NAME1, ARGS1, 1)]))
+        if args_only:
+            # the call slot holds the caller's id (or nothing), never the name
+            f.fire(NAMELESS, conf=0.4, snippet=next(p.span for p in f.probes if p.span and VAL1 in p.span),
+                   text="the template writes tool calls without their function names (the caller's "
+                        "call id, if any, stands where a name would be); how the model names the function "
+                        "is not in the template, so no call format is derived")
+        elif rendered:
+            f.fire(UNEXPLAINED, conf=0.3, snippet=next(p.span for p in f.probes if p.span and NAME1 in p.span),
+                   text="tool calls render, but no codec explains them")
+        else:
+            # a call render that succeeded without showing the call: the template ignores tool calls
+            ignored = any(p.span is not None and "call" in p.label for p in f.probes)
+            f.fire(NO_CALLS, conf=0.9 if ignored or not errs else 0.6, snippet=errs[0] if errs else "",
+                   text="the template renders no tool calls"
+                        + (" (it renders assistant turns with tool_calls, leaving the calls out)" if ignored
+                           else f" (renders failed: {errs[0]})" if errs else ""))
+
+def _first_rendering(pr: Prober, f: Findings, attempts: list[CallShape], tools: list[dict[str, Any]]) -> bool:
+    """Try the call shapes in order; the first whose renders a codec explains sets ``f.tools``."""
     for a in attempts:
         pr.permissive = a.permissive
         kw = a.context()
@@ -78,7 +184,7 @@ def find_tools(pr: Prober, f: Findings) -> None:
         if repr(ARGS1)[1:-1] in p1.span:
             # arguments printed as a Python dict (str() of a mapping): an artefact of how the template
             # was called, not the model's format; the string-arguments shape shows the real one
-            f.evidence.append(f"tools: with {a.label} the template prints the arguments as a Python dict")
+            f.fire(PY_DICT, snippet=p1.span, text=f"with {a.label} the template prints the arguments as a Python dict")
             continue
         p2 = pr.turn(f"2 calls ({a.label})", a.message([a.call(NAME1, ARGS1, 1), a.call(NAME2, ARGS2, 2)]),
                      tools=tools, **kw)
@@ -92,48 +198,37 @@ def find_tools(pr: Prober, f: Findings) -> None:
                 or _tagged(b1, b2, f))
         if spec is None:
             # e.g. dict arguments printed as a Python repr: another shape may render cleanly
-            f.evidence.append(f"tools: with {a.label} calls render as {b1[:80]!r}, which no codec explains")
+            f.fire(SHAPE_UNREAD, snippet=b1,
+                   text=f"with {a.label} calls render as {b1[:80]!r}, which no codec explains")
             continue
+        if a.id_is_name:
+            spec = _id_for_name(spec, f)
+            if spec is None:
+                continue
         f.tools = spec
         f.call_shape = a
         if a.documents:
-            f.say("tools.render", 0.85, "tool calls render only when retrieval documents are given")
+            # (the render.* rules of probes.py record how the shape departs from the plain one)
             # that branch is the model's tool-use mode: its plain answers may be wrapped differently
             find_content(pr, f, tools, **kw)
-        if a.reasoned:
-            f.say("tools.render", 0.85, "tool calls render only on turns that carry reasoning")
-        if not a.ids:
-            f.evidence.append("tools.ids: calls render with their names only when the caller gives no id")
-        if a.permissive:
-            f.say("tools.render", 0.85, "tool calls render only under the laxer semantics of other engines "
-                  "(content None kept, lists mutable, tojson of an iterator), not under transformers 5's; "
-                  "the model was trained on renders like these")
-        found = True
         if f.reasoning is None:
             find_reasoning(pr, f, tools, call_turn=replace(a, reasoned=False).message([a.call(NAME1, ARGS1, 1)]),
                            context=kw)
-        break
-    if not found:
-        pr.permissive = False
-        errs = [p.error for p in f.probes if p.error and "call" in p.label]
-        rendered = any(p.span and NAME1 in p.span for p in f.probes)
-        args_only = any(p.span and VAL1 in p.span and NAME1 not in p.span for p in f.probes)
-        if args_only and f.reasoning is None:
-            find_reasoning(pr, f, tools, call_turn=CallShape().message([call(NAME1, ARGS1, 1)]))
-        if args_only:
-            # Kimi K2 0905: the call slot holds the caller's id (or nothing), never the name
-            f.say("tools", 0.4, "the template writes tool calls without their function names (the caller's "
-                  "call id, if any, stands where a name would be); how the model names the function "
-                  "is not in the template, so no call format is derived")
-        elif rendered:
-            f.say("tools", 0.3, "tool calls render, but no codec explains them")
-        else:
-            # a call render that succeeded without showing the call: the template ignores tool calls
-            ignored = any(p.span is not None and "call" in p.label for p in f.probes)
-            f.say("tools", 0.9 if ignored or not errs else 0.6,
-                  "the template renders no tool calls"
-                  + (" (it renders assistant turns with tool_calls, leaving the calls out)" if ignored
-                     else f" (renders failed: {errs[0]})" if errs else ""))
+        return True
+    return False
+
+def _id_for_name(spec: ToolSpec, f: Findings) -> ToolSpec | None:
+    """The renders came from calls whose ids were their names: where the name showed, the template
+    wrote the id. The header's name slot is an id slot (the name is read from the id)."""
+    c = spec.codec
+    if c.kind != "name_json" or "{name}" not in c.header:
+        return None
+    f.fire(ID_FOR_NAME, conf=0.7, snippet=c.header,
+           text="the template writes the caller's call id where other templates write the "
+                f"name (header {c.header.replace('{name}', '{id}')!r}); the model's id names the function, by a "
+                "convention the template does not show")
+    return replace(spec, codec=replace(c, header=c.header.replace("{name}", "{id}")))
+
 
 def _empty_content_wrapper(pr: Prober, f: Findings, a: CallShape, b1: str, tools: list[dict[str, Any]],
                            kw: dict[str, Any]) -> str:
@@ -149,8 +244,8 @@ def _empty_content_wrapper(pr: Prober, f: Findings, a: CallShape, b1: str, tools
     f.probes.append(p)
     if p.span is None or x + CONTENT + y not in p.span:
         return ""
-    f.evidence.append(f"content: on call turns the content is written inside {x!r}...{y!r} before the calls "
-                      "(stripped)")
+    f.fire(CALL_CONTENT, snippet=p.span,
+           text=f"on call turns the content is written inside {x!r}...{y!r} before the calls (stripped)")
     f.strip.extend(t for t in (x, y) if t not in f.strip)
     return x + y
 
@@ -182,6 +277,14 @@ def _call_block(span: str, f: Findings) -> str:
         if m:
             s = s[m.end():]
     post = f.content_post
+    lead = common_prefix(s, post)
+    if lead.strip(_WS) and lead != post and _balanced_cut(lead.rstrip(_WS), len(lead.rstrip(_WS)),
+                                                          len(lead.rstrip(_WS))):
+        # the calls start with what closes a plain message's content (an empty content block the
+        # template writes before the calls): the content's wrapper, not the calls' markers
+        toks = [t for t in marker_tokens(lead) if t not in f.strip]
+        f.strip.extend(toks)
+        s = s[len(lead):]
     if post and s.endswith(post):
         s = s[: -len(post)]
     elif post.strip(_WS) and s.rstrip(_WS).endswith(post.strip(_WS)):
@@ -204,7 +307,7 @@ def _markers(a: str, z: str, m: str | None, f: Findings,
     between two calls (m)."""
     out: dict[str, Any] = {}
     if m is None:
-        f.say("tools.markers", 0.6, "only a one-call render: cannot tell section from call markers")
+        f.fire(ONE_CALL, conf=0.6, snippet=a + z, text="only a one-call render: cannot tell section from call markers")
         out["call_open"], out["header_prefix"] = split_open_header(a) if name_in_header else (a.strip(_WS), "")
         out["call_close"] = z.strip(_WS)
         out["section_open"], out["section_close"], out["separators"] = "", "", ""
@@ -227,9 +330,9 @@ def _markers(a: str, z: str, m: str | None, f: Findings,
         sec_open = a[: len(a) - len(opn)].strip(_WS)
     out.update(call_open=call_open, header_prefix=header_prefix, call_close=close.strip(_WS),
                section_open=sec_open, section_close=z[len(close):].strip(_WS), separators=sep.strip(_WS))
-    f.say("tools.markers", 0.95,
-          f"before calls {a!r}, between {m!r}, after {z!r} -> section {sec_open!r}/"
-          f"{out['section_close']!r}, call {call_open!r}/{out['call_close']!r}, separator {sep.strip(_WS)!r}")
+    f.fire(ALIGNED, conf=0.95, snippet=m,
+           text=f"before calls {a!r}, between {m!r}, after {z!r} -> section {sec_open!r}/"
+                f"{out['section_close']!r}, call {call_open!r}/{out['call_close']!r}, separator {sep.strip(_WS)!r}")
     return out
 
 def _bracket_step(c: str) -> int:
@@ -256,9 +359,21 @@ def _balanced_cut(m: str, lo: int, hi: int) -> int:
                 break
         if ok and opened and depth == 0 and m[:k].strip(_WS) == m[:k]:
             found.append(k)
+    # several balanced cuts: markup shared by a close and the next open (a terminator such as
+    # '<|sep|>' that ends every element) belongs to the element it ends
+    if len(found) > 1:
+        # of the balanced cuts, the one between two tags (not inside a tag's text)
+        found = [k for k in found if _bracket_step(m[k - 1]) < 0 and k < len(m) and _bracket_step(m[k]) > 0]
     return found[0] if len(found) == 1 else 0
 
-def _spec(mk: dict[str, Any], codec: CodecSpec, f: Findings) -> ToolSpec:
+def _spec(mk: dict[str, Any], codec: CodecSpec, f: Findings, array: bool = False) -> ToolSpec:
+    for k in ("section_open", "section_close", "call_open", "call_close", "separators"):
+        if has_slot(mk[k]):
+            # literal text that holds a slot (a routing header naming the call, an id) is not a
+            # marker to scan for; its constant tail is
+            lit = constant_tail(mk[k]).strip(_WS)
+            f.fire(SLOT_MARKER, snippet=mk[k], text=f"{mk[k]!r} holds a slot; its constant part {lit!r} is the marker")
+            mk = {**mk, k: lit}
     sec = mk["section_open"]
     tags = re.findall(r"<[^<>\s]+>|\[[^\[\]\s]+\]", sec)
     for x, y in itertools.pairwise(tags):
@@ -267,8 +382,9 @@ def _spec(mk: dict[str, Any], codec: CodecSpec, f: Findings) -> ToolSpec:
             sec = sec.replace(x + y, "", 1).strip(_WS)
             if f.reasoning is None:
                 f.reasoning = ReasoningSpec(open=(x,), close=(y,), start="explicit")
-                f.say("reasoning", 0.7, f"an empty {x}{y} pair precedes the calls; taken as the "
-                      "reasoning block (the template renders no reasoning text)")
+                f.fire(EMPTY_PAIR, conf=0.7, snippet=mk["section_open"],
+                       text=f"an empty {x}{y} pair precedes the calls; taken as the "
+                            "reasoning block (the template renders no reasoning text)")
             break
     mk = {**mk, "section_open": sec}
     for o, c in (("section_open", "section_close"), ("call_open", "call_close")):
@@ -276,37 +392,64 @@ def _spec(mk: dict[str, Any], codec: CodecSpec, f: Findings) -> ToolSpec:
         opener = marker_tokens(mk[o])
         if len(toks) > 1 and opener and pairs_with(opener[-1], toks[0]):
             # the close pairs with the open; what the template writes after it ends the turn
-            f.evidence.append(f"tools.markers: {toks[0]!r} closes {opener[-1]!r}; {''.join(toks[1:])!r} "
-                              "after it is end-of-turn markup")
+            f.fire(CLOSE_THEN_EOT, snippet=mk[c], text=f"{toks[0]!r} closes {opener[-1]!r}; {''.join(toks[1:])!r} "
+                                                       "after it is end-of-turn markup")
             f.strip.extend(t for t in toks[1:] if t not in f.strip)
             mk = {**mk, c: toks[0]}
     if mk["section_close"] and not mk["section_open"] and mk["call_close"]:
         # text after the last call with no group opened before the first: the turn's end (what
         # the template expects next, such as a tool response), not a group close
-        f.evidence.append(f"tools.markers: {mk['section_close']!r} follows the calls but nothing opens a "
-                          "group: taken as end-of-turn markup")
+        f.fire(TRAILING_EOT, snippet=mk["section_close"],
+               text=f"{mk['section_close']!r} follows the calls but nothing opens a group: taken as end-of-turn markup")
         f.strip.extend(t for t in marker_tokens(mk["section_close"]) if t not in f.strip)
         mk = {**mk, "section_close": ""}
     two_level = bool(mk["section_open"]) and bool(mk["call_open"])
     recovery = "drop" if two_level else "content_if_no_calls"
+    # one marker that nothing closes: it hands the rest of the output to the calls, so it is a
+    # control token; text after it that is no call is content, without the token
+    lone = bool(mk["section_open"]) and not (mk["section_close"] or mk["call_open"] or mk["call_close"])
+    if lone:
+        f.fire(LONE_OPEN, snippet=mk["section_open"],
+               text=f"{mk['section_open']!r} opens the calls and nothing closes them; "
+                    "text after it that is not a call is kept as content without the marker")
     if two_level:
-        f.evidence.append("tools.recovery: section and per-call markers both exist; unparseable section "
-                          "text is dropped, as engines parsing such sections do")
+        f.fire(TWO_LEVEL, snippet=f"{mk['section_open']} {mk['call_open']}",
+               text="section and per-call markers both exist; unparseable section "
+                    "text is dropped, as engines parsing such sections do")
     bare = not mk["section_open"] and not mk["call_open"] and codec.kind == "json"
+    look: tuple[str, ...] = ()
+    at_start: tuple[str, ...] = ()
     if bare:
-        f.evidence.append("tools.bare_json: calls are JSON objects with no marker; one at the start of "
-                          "the output is a call, a '{' later in prose is prose")
+        look = at_start = ("[",) if array else ("{",)
+        f.fire(BARE_JSON, snippet=look[0],
+               text=f"calls are JSON {'arrays' if array else 'objects'} with no marker; "
+                    f"one at the start of the output is a call, a {look[0]!r} later in prose is prose")
+    elif not mk["section_open"] and not mk["call_open"] and mk["separators"]:
+        # nothing before the first call (the generation prompt opened it) but a marker between
+        # calls: that marker opens every call the model writes itself
+        f.fire(SEPARATOR_OPENS, snippet=mk["separators"],
+               text=f"nothing precedes the first call and {mk['separators']!r} precedes "
+                    "each further one: it is the call opener (the prompt wrote the first)")
+        mk = {**mk, "call_open": mk["separators"], "separators": ""}
+    elif not mk["section_open"] and not mk["call_open"] and codec.kind in ("name_json", "tagged"):
+        head = constant_head(codec.header).strip(_WS)
+        if head:
+            # no wrapper: the constant part of the call's own header opens a call
+            look = (head,)
+            f.fire(HEAD_OPENS, snippet=codec.header,
+                   text=f"no marker wraps the calls; the constant head {head!r} of the header {codec.header!r} "
+                        "opens one")
     return ToolSpec(
         codec=codec,
-        lookahead_open=("{",) if bare else (),
-        lookahead_at_start=("{",) if bare else (),
+        lookahead_open=look,
+        lookahead_at_start=at_start,
         section_open=(mk["section_open"],) if mk["section_open"] else (),
         section_close=(mk["section_close"],) if mk["section_close"] else (),
         call_open=(mk["call_open"],) if mk["call_open"] else (),
         call_close=(mk["call_close"],) if mk["call_close"] else (),
         bare_calls=False,
         separators=(mk["separators"],) if mk["separators"] else (),
-        on_invalid="drop" if two_level else "content",
+        on_invalid="drop" if two_level else "content_without_marker" if lone else "content",
         on_truncated=recovery,  # type: ignore[arg-type]
     )
 
@@ -395,13 +538,15 @@ def _json_codec(b1: str, b2: str | None, f: Findings) -> ToolSpec | None:
     if array == "require":
         mk = {"call_open": "", "header_prefix": "", "call_close": "", "section_open": a.strip(_WS),
               "section_close": z.strip(_WS), "separators": ""}
-        f.say("tools.markers", 0.9, f"a JSON array of calls between {a!r} and {z!r}")
+        f.fire(JSON_ARRAY, conf=0.9, snippet=b1, text=f"a JSON array of calls between {a!r} and {z!r}")
     else:
         mk = _markers(a, z, m, f, name_in_header=False)
-    f.say("tools.codec", 0.95, f"JSON object per call: {b1[start:end]!r}; name key {name_key!r}, "
-          f"arguments key {args_key!r}" + (f", nested in {function_key!r}" if function_key else "")
-          + (", array-wrapped" if array == "require" else ""))
-    return _spec(mk, codec, f)
+    array_bare = array == "require"
+    f.fire(JSON_CODEC, conf=0.95, snippet=b1[start:end],
+           text=f"JSON object per call: {b1[start:end]!r}; name key {name_key!r}, "
+                f"arguments key {args_key!r}" + (f", nested in {function_key!r}" if function_key else "")
+                + (", array-wrapped" if array == "require" else ""))
+    return _spec(mk, codec, f, array=array_bare)
 
 def _call_keys(obj: dict[str, Any]) -> tuple[str, str, str, str | None, bool] | None:
     if len(obj) == 1:
@@ -418,7 +563,7 @@ def _call_keys(obj: dict[str, Any]) -> tuple[str, str, str, str | None, bool] | 
     if name_key is None:
         return None
     args_key = next((k for k, v in inner.items() if _is_args(v)), "")
-    id_key = next((k for src in (obj, inner) for k, v in src.items() if v == "QXid00001"), "")
+    id_key = next((k for src in (obj, inner) for k, v in src.items() if v == call_id(1)), "")
     return name_key, args_key, id_key, function_key, False
 
 def _is_args(v: Any) -> bool:
@@ -446,12 +591,17 @@ def _pythonic(b1: str, b2: str | None, f: Findings) -> ToolSpec | None:
         end = j + 1
     a, z = b1[:start], b1[end:]
     look: tuple[str, ...] = ("[",) if start != m.start() else ()
-    f.say("tools.codec", 0.9, f"pythonic call list {b1[start:end]!r}")
+    f.fire(PYTHONIC, conf=0.9, snippet=b1[start:end], text=f"pythonic call list {b1[start:end]!r}")
     if look and a.strip(_WS):
         # as for a call's own tag: a bracketed call list is distinctive enough to be a call when
         # the model skips the wrapper (it is tried as a call list and stays text if it is not one)
-        f.evidence.append(f"tools.bare_calls: a '[name(...)]' list also starts a call without {a.strip(_WS)!r}")
-    spec = ToolSpec(codec=CodecSpec(kind="pythonic"),
+        f.fire(LIST_OPENS, snippet=b1[start:end],
+               text=f"a '[name(...)]' list also starts a call without {a.strip(_WS)!r}")
+    bracketed = start != m.start()
+    if not bracketed:
+        f.fire(PY_LINES, snippet=b1[start:end],
+               text="the calls are written without list brackets, one per line, up to the call's end marker")
+    spec = ToolSpec(codec=CodecSpec(kind="pythonic", array="allow" if bracketed else "never"),
                     call_open=(a.strip(_WS),) if a.strip(_WS) else (),
                     call_close=(z.strip(_WS),) if z.strip(_WS) else (),
                     lookahead_open=look, on_truncated="content_if_no_calls")
@@ -460,8 +610,11 @@ def _pythonic(b1: str, b2: str | None, f: Findings) -> ToolSpec | None:
     return spec
 
 def _name_json(b1: str, b2: str | None, f: Findings) -> ToolSpec | None:
+    # the caller's ids are slots wherever the template writes them (after the name, or before it)
+    b1 = slotted(b1, {"call_id": call_id(1)})
+    b2 = slotted(slotted(b2, {"call_id": call_id(1)}), {"call_id": call_id(2)}) if b2 is not None else None
     n = b1.find(NAME1)
-    k = b1.find("{", n)
+    k = _brace(b1, n)
     if k < 0:
         return None
     got = _json_at(b1, k)
@@ -473,7 +626,7 @@ def _name_json(b1: str, b2: str | None, f: Findings) -> ToolSpec | None:
         relaxed, end = relaxed_found
     else:
         end = got[1]
-    between = b1[n + len(NAME1):k].replace("QXid00001", "{call_id}")
+    between = b1[n + len(NAME1):k]
     if len(between) > 80 or KEY1 in between:
         return None
     a = b1[:n]
@@ -481,8 +634,7 @@ def _name_json(b1: str, b2: str | None, f: Findings) -> ToolSpec | None:
     m = None
     if b2 is not None and NAME2 in b2:
         n2 = b2.find(NAME2)
-        k1 = b2.find("{", b2.find(NAME1))
-        e1 = _balanced_end(b2, k1) if not relaxed else _relaxed_end(b2, k1, relaxed)
+        e1 = _args_end(b2, NAME1, relaxed)
         if e1 > 0:
             m = b2[e1:n2]
     # a trailer such as a closing code fence belongs to the call, not to the markers
@@ -498,21 +650,30 @@ def _name_json(b1: str, b2: str | None, f: Findings) -> ToolSpec | None:
     if b2 is not None and NAME2 in b2:
         # the one-call render may lack the section close that the two-call render writes (a
         # template bug in DeepSeek R1 distills); the model writes it, so take it from there
-        k2 = b2.find("{", b2.find(NAME2))
-        e2 = _balanced_end(b2, k2) if not relaxed else _relaxed_end(b2, k2, relaxed)
+        e2 = _args_end(b2, NAME2, relaxed)
         z2 = b2[e2:] if e2 > 0 else ""
         if trailer:
             z2 = re.sub(r"^\s*```", "", z2)
         if len(z2.strip(_WS)) > len(z.strip(_WS)) and z2.strip(_WS).startswith(z.strip(_WS)):
-            f.evidence.append(f"tools.markers: the one-call render ends without what the two-call render "
-                              f"writes after the last call ({z2.strip(_WS)!r}); taken as the section close")
+            f.fire(TWO_CALL_CLOSE, snippet=z2,
+                   text=f"the one-call render ends without what the two-call render "
+                        f"writes after the last call ({z2.strip(_WS)!r}); taken as the section close")
             z = z2
     mk = _markers(a, z, m, f, name_in_header=True)
-    header = mk["header_prefix"] + "{name}" + between
+    lead = ""
+    for key in ("call_open", "section_open"):
+        if "{call_id}" in mk[key] and not lead:
+            # an id written before the name: from the id on, the marker is the call's header
+            cut = mk[key].index("{call_id}")
+            lead = mk[key][cut:]
+            mk = {**mk, key: mk[key][:cut].strip(_WS)}
+            f.fire(ID_BEFORE_NAME, snippet=lead,
+                   text=f"the caller's id is written before the name: header starts {lead!r}")
+    header = lead + mk["header_prefix"] + "{name}" + between
     id_prefix = id_suffix = ""
     if b2 is not None and NAME2 in b2:
         n2 = b2.find(NAME2)
-        k2 = b2.find("{", n2)
+        k2 = _brace(b2, n2)
         between2 = b2[n2 + len(NAME2):k2]
         if between2 != between:
             # the text after the name differs between calls only by the call's number:
@@ -523,13 +684,29 @@ def _name_json(b1: str, b2: str | None, f: Findings) -> ToolSpec | None:
             if d1.isdigit() and d2.isdigit():
                 header = "{id}" + cs
                 id_prefix, id_suffix = mk["header_prefix"], re.escape(cp) + r"\d+"
-                f.evidence.append(f"tools.ids: calls are numbered in the header ({d1!r}, {d2!r}): the id "
-                                  f"{mk['header_prefix']}NAME{cp}N carries the name")
+                f.fire(NUMBERED_IDS, snippet=f"{between} / {between2}",
+                       text=f"calls are numbered in the header ({d1!r}, {d2!r}): the id "
+                            f"{mk['header_prefix']}NAME{cp}N carries the name")
     codec = CodecSpec(kind="name_json", header=header, trailer=trailer,
                       flavor="relaxed" if relaxed else "json", string_delims=relaxed,
                       id_name_prefix=id_prefix, id_name_suffix=id_suffix)
-    f.say("tools.codec", 0.9, f"name then {'relaxed ' if relaxed else ''}JSON arguments: header {header!r}")
+    f.fire(NAME_JSON, conf=0.9, snippet=b1[n:end],
+           text=f"name then {'relaxed ' if relaxed else ''}JSON arguments: header {header!r}")
     return _spec(mk, codec, f)
+
+def _args_end(s: str, name: str, relaxed: tuple[tuple[str, str], ...]) -> int:
+    """Index after the arguments object that follows ``name`` in ``s`` (JSON or relaxed), or -1."""
+    k = _brace(s, s.find(name))
+    return _balanced_end(s, k) if not relaxed else _relaxed_end(s, k, relaxed)
+
+
+def _brace(s: str, start: int) -> int:
+    """The first '{' at or after ``start`` that opens a value, not a slot of the induced pattern."""
+    k = s.find("{", start)
+    while k >= 0 and SLOT.match(s, k):
+        k = s.find("{", k + 1)
+    return k
+
 
 def _relaxed_delims(s: str, k: int) -> tuple[tuple[tuple[str, str], ...], int] | None:
     """Gemma-style ``{key:<delim>value<delim>}``: find the delimiters around the string value."""
@@ -576,11 +753,13 @@ def _relaxed_end(s: str, k: int, delims: tuple[tuple[str, str], ...]) -> int:
     return -1
 
 def _tagged(b1: str, b2: str | None, f: Findings) -> ToolSpec | None:
-    n = b1.find(NAME1)
-    k1 = b1.find(KEY1, n)
+    # the name nearest the arguments heads the call; an earlier copy (a routing header naming the
+    # recipient) is a slot of the text before the call
+    k1 = b1.find(KEY1)
+    n = b1.rfind(NAME1, 0, k1) if k1 >= 0 else -1
     v1 = b1.find(VAL1, k1)
     k2 = b1.find(KEY2, v1)
-    v2 = b1.find("7", k2 + len(KEY2)) if k2 >= 0 else -1
+    v2 = b1.find(str(INT1), k2 + len(KEY2)) if k2 >= 0 else -1
     if min(n, k1, v1) < 0:
         return None
     # the header: the tag the name sits in, or the bare name
@@ -637,22 +816,43 @@ def _tagged(b1: str, b2: str | None, f: Findings) -> ToolSpec | None:
     # what follows the last parameter: the call's trailer, then call/section markers
     rest = after_last[len(close_v.replace("{key}", KEY2 if k2 >= 0 else KEY1)):] \
         if after_last.startswith(close_v.replace("{key}", KEY2 if k2 >= 0 else KEY1)) else after_last
+    # what the header writes after the name before the first parameter opens (a separator, an
+    # attribute holding the call's number)
+    tail1 = pre1[: len(pre1) - len(p_open)] if k2 >= 0 and v2 >= 0 else ""
     header = b1[h_start:n] + "{name}" + (b1[n + len(NAME1):h_end] if in_tag else "")
-    a = b1[:h_start]
+    a = slotted(b1[:h_start], {"name": NAME1})
     m = None
     trailer = ""
     z = rest
+    n2 = -1
     if b2 is not None and NAME2 in b2:
-        n2 = b2.find(NAME2)
+        kb = b2.find(KEY1, b2.find(NAME2))
+        n2 = b2.rfind(NAME2, 0, kb) if kb >= 0 else b2.find(NAME2)
+    if tail1.strip(_WS):
+        tails = [tail1]
+        if n2 >= 0:
+            h2 = b2.find(">", n2) + 1 if in_tag else n2 + len(NAME2)  # type: ignore[union-attr]
+            k2nd = b2.find(KEY1, h2)  # type: ignore[union-attr]
+            after2 = b2[h2:k2nd] if k2nd >= 0 else ""  # type: ignore[index]
+            if after2.endswith(p_open):
+                tails.append(after2[: len(after2) - len(p_open)])
+        tail = number_slot(tails, list(range(1, len(tails) + 1)))
+        if tail is None:
+            return None
+        header += tail
+        f.fire(HEADER_TAIL, snippet=tail1, text=f"the header goes on after the name with {tail!r}"
+                                               + (" (the call's number is a slot)" if "{index}" in tail else ""))
+    if n2 >= 0:
+        assert b2 is not None
         lt2 = n2
         if in_tag:
             lt2 = b2.rfind(b1[h_start:n], 0, n2)
             lt2 = lt2 if lt2 >= 0 else b2.rfind("<", 0, n2)
         last_v = b2.rfind(VAL1, 0, n2)
-        k2b = b2.find("7", last_v)
+        k2b = b2.find(str(INT1), last_v)
         end1 = (k2b + 1) if 0 <= k2b < lt2 else last_v + len(VAL1)
         c1 = close_v.replace("{key}", KEY2 if 0 <= k2b < lt2 else KEY1)
-        m = b2[end1:lt2]
+        m = slotted(b2[end1:lt2], {"name": NAME2})
         if m.startswith(c1):
             m = m[len(c1):]
     if in_tag:
@@ -670,17 +870,17 @@ def _tagged(b1: str, b2: str | None, f: Findings) -> ToolSpec | None:
     if bare_tag and not (trailer and head_lit.startswith("<") and len(head_lit.strip(_WS)) >= 4):
         return None
     codec = CodecSpec(kind="tagged", header=header, trailer=trailer, param=param, string_true=string_true)
-    f.say("tools.codec", 0.9, f"tagged parameters: header {header!r}, parameter {param!r}, "
-          f"trailer {trailer!r}")
+    f.fire(TAGGED, conf=0.9, snippet=b1[h_start:],
+           text=f"tagged parameters: header {header!r}, parameter {param!r}, trailer {trailer!r}")
     spec = _spec(mk, codec, f)
     if bare_tag:
         # no wrapper at all: the call's own tag (closed by its closing form) starts a call
         spec = replace(spec, lookahead_open=(head_lit,))
-        f.evidence.append(f"tools.bare_calls: calls are bare {head_lit!r}...{trailer!r} tags")
+        f.fire(BARE_TAGS, snippet=header, text=f"calls are bare {head_lit!r}...{trailer!r} tags")
     elif in_tag and spec.call_open and head_lit.startswith("<") and len(head_lit) >= 4:
         # the call's own tag is distinctive enough to start a call without its wrapper
         spec = replace(spec, lookahead_open=(head_lit,))
-        f.evidence.append(f"tools.bare_calls: {head_lit!r} also starts a call without {spec.call_open[0]!r}")
+        f.fire(TAG_OPENS, snippet=header, text=f"{head_lit!r} also starts a call without {spec.call_open[0]!r}")
     return spec
 
 def _value_close(after1: str, after_last: str, key1: str, key2: str) -> str | None:

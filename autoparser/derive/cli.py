@@ -43,7 +43,8 @@ def main_analyze(argv: list[str], out: TextIO | None = None) -> int:
     ap.add_argument("--no-save", action="store_true", help="do not write the profile")
     a = ap.parse_args(argv)
     try:
-        src, an = _analyze_path(a.path, known=not a.pure, refresh=a.explain)
+        # --explain and --json show how the profile was derived: the cache keeps only the profile
+        src, an = _analyze_path(a.path, known=not a.pure, refresh=a.explain or a.json)
     except AutoparserError as e:
         sys.stderr.write(f"autoparse: error: {e}\n")
         return 1
@@ -65,7 +66,9 @@ def main_analyze(argv: list[str], out: TextIO | None = None) -> int:
         out.write(emit(prof, a.emit, tools=tools).rstrip("\n") + "\n")
         return 0
     if a.json:
-        out.write(prof.to_json() + "\n")
+        # the profile, plus how it was derived (structured evidence, round trip); autoparser.load
+        # reads this back as the profile alone
+        out.write(json.dumps({**prof.to_dict(), "derivation": an.to_dict()}, indent=2, ensure_ascii=False) + "\n")
         return 0
     _summary(out, src, an)
     if a.explain:
@@ -131,6 +134,10 @@ def _summary(out: TextIO, src: Any, an: Any) -> None:
 
 
 def _explain(out: TextIO, an: Any) -> None:
+    out.write("  rules (field, rule, effect on its confidence, the render text it read)\n")
+    for e in an.evidence:
+        effect = f"{e.effect} {e.confidence:.2f}" if e.confidence is not None else e.effect
+        out.write(f"    {e.field or '-':22} {e.rule or '(no rule)':34} {effect:9} {e.snippet[:80]!r}\n")
     out.write("  probes (what the template wrote for each assistant turn)\n")
     for p in an.findings.probes:
         body = (p.error and f"ERROR {p.error}") or repr(p.span)
@@ -177,7 +184,7 @@ def main_scan(argv: list[str], out: TextIO | None = None) -> int:
         out.write(f"{'path':60} {'dialect':14} {'conf':>5} {'tools':9} {'reasoning':12} check\n")
         for r in rows:
             if "error" in r:
-                out.write(f"{r['path'][-60:]:60} ERROR {r['error']}\n")
+                out.write(f"{r['path'][-60:]:60} ERROR {r['error'][:200]}\n")
                 continue
             out.write(f"{r['path'][-60:]:60} {r['dialect'] or '-':14} {r['confidence']:5.2f} "
                       f"{r['tools'] or '-':9} {r['reasoning'] or '-':12} {r['self_check']}\n")
@@ -200,7 +207,7 @@ def _scan_row(path: str, known: bool = True) -> dict[str, Any]:
                 "self_check": f"{an.check.passed}/{an.check.rendered}", "ms": round(an.seconds * 1000),
                 "cached": bool(getattr(an, "cached", False))}
     except AutoparserError as e:
-        return {"path": path, "error": str(e)[:160]}
+        return {"path": path, "error": str(e)}  # the whole cause: scan --json keeps it
 
 
 def _scan_pure(path: str) -> dict[str, Any]:

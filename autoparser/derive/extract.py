@@ -23,8 +23,23 @@ from .probes import (
     Probe,
     Prober,
 )
+from .rules import Evidence, Rule, clip
 
-__all__ = ["Findings", "find_content"]
+__all__ = ["RULES", "Findings", "find_content"]
+
+CONTENT_WRAPPER = Rule("content.wrapper", "content",
+                       "markup the template writes before a plain answer wraps content: strip it")
+EOT_MARKERS = Rule("end_of_turn.markers", "end_of_turn",
+                   "markup after a plain answer ends the turn: strip it wherever it occurs")
+EOT_NONE = Rule("end_of_turn.none", "end_of_turn",
+                "nothing follows a plain answer: the turn ends with the output (as sure as any absence: 0.85)")
+EOT_SPLIT = Rule("end_of_turn.split_wrapper", "end_of_turn",
+                 "a content wrapper's closing form glued to the end of turn is a marker of its own")
+EOT_PROSE = Rule("end_of_turn.prose_whole", "strip",
+                 "plain words after the answer are prose too: strip them only as the whole end text")
+NO_CONTENT = Rule("content.unrendered", "content",
+                  "a template that cannot render a plain assistant message leaves content unknown")
+RULES = (CONTENT_WRAPPER, EOT_MARKERS, EOT_NONE, EOT_SPLIT, EOT_PROSE, NO_CONTENT)
 
 _WS = " \t\r\n"
 
@@ -43,31 +58,86 @@ class Findings:
     tools: ToolSpec | None = None
     call_shape: CallShape = field(default_factory=CallShape)  # how the template wants call turns
 
+    records: list[Evidence] = field(default_factory=list)
+
+    def fire(self, rule: Rule, *, text: str, snippet: str | None = "", conf: float | None = None,
+             cap: float | None = None, fieldname: str | None = None) -> Evidence:
+        """Record that ``rule`` decided something: structured evidence, its line, its confidence effect.
+
+        ``snippet`` is the render text the rule read; ``conf`` sets the field's confidence,
+        ``cap`` bounds it; ``fieldname`` overrides the rule's field (a rule shared by fields).
+        """
+        name = fieldname or rule.field
+        effect: Any = "note"
+        value = None
+        if conf is not None:
+            effect, value = "set", conf
+        elif cap is not None:
+            effect, value = "cap", min(self.confidence.get(name, 1.0), cap)
+        if value is not None and name != "confidence":  # "confidence" is the profile's own (confidence.py)
+            self.confidence[name] = value
+        ev = Evidence(name, rule.name, text, clip(snippet), effect, value)
+        self.records.append(ev)
+        self.evidence.append(ev.line())
+        return ev
+
     def say(self, fieldname: str, conf: float, text: str) -> None:
+        """Evidence from no registered rule (kept for code not yet expressed as rules)."""
         self.confidence[fieldname] = conf
-        self.evidence.append(f"{fieldname}: {text}")
+        ev = Evidence(fieldname, "", text, "", "set", conf)
+        self.records.append(ev)
+        self.evidence.append(ev.line())
+
+    def drop(self, fieldname: str) -> None:
+        """Forget what was established for ``fieldname`` (a later, better look replaces it)."""
+        def mine(name: str) -> bool:
+            return name == fieldname or name.startswith(fieldname + ".")
+
+        for k in [k for k in self.confidence if mine(k)]:
+            del self.confidence[k]
+        self.records[:] = [r for r in self.records if not mine(r.field)]
+        self.evidence[:] = [e for e in self.evidence if not mine(e.partition(":")[0])]
+
+    def structured(self) -> list[Evidence]:
+        """Every evidence line as a record (lines other code appended as text get an empty rule)."""
+        by_line = {r.line(): r for r in self.records}
+        out = []
+        for line in self.evidence:
+            rec = by_line.get(line)
+            if rec is None:
+                head, sep, rest = line.partition(": ")
+                plain = sep and " " not in head
+                rec = Evidence(head if plain else "", "", rest if plain else line)
+            out.append(rec)
+        return out
+
+    def fired(self) -> set[str]:
+        return {r.rule for r in self.records if r.rule}
 
 def find_content(pr: Prober, f: Findings, tools: list[dict[str, Any]] | None, **kw: Any) -> bool:
     p = pr.turn("content" + (f" {sorted(kw)}" if kw else ""), {"role": "assistant", "content": CONTENT},
                 tools=tools, **kw)
     f.probes.append(p)
     if p.span is None or CONTENT not in p.span:
-        f.say("content", 0.2, "the template did not render a plain assistant message"
-              + (f" ({p.error})" if p.error else ""))
+        f.fire(NO_CONTENT, conf=0.2, snippet=p.span or p.error,
+               text="the template did not render a plain assistant message" + (f" ({p.error})" if p.error else ""))
         return False
     i = p.span.index(CONTENT)
     f.content_pre, f.content_post = p.span[:i], p.span[i + len(CONTENT):]
     wrap = marker_tokens(f.content_pre)
-    eot = _end_markers(f.content_post, wrap[-1] if wrap else "")
+    eot = _end_markers(f, f.content_post, wrap[-1] if wrap else "")
     f.strip.extend(eot)
     if wrap:
-        f.strip.extend(_prose_safe(wrap, f.content_pre))
-        f.evidence.append(f"content: written after {f.content_pre!r} (stripped, unless reasoning markers)")
-    f.say("end_of_turn", 0.95 if eot else 0.8,
-          f"text after the content: {f.content_post!r}" if eot else "nothing follows the content")
+        f.strip.extend(_prose_safe(f, wrap, f.content_pre))
+        f.fire(CONTENT_WRAPPER, snippet=f.content_pre,
+               text=f"written after {f.content_pre!r} (stripped, unless reasoning markers)")
+    if eot:
+        f.fire(EOT_MARKERS, conf=0.95, snippet=f.content_post, text=f"text after the content: {f.content_post!r}")
+    else:
+        f.fire(EOT_NONE, conf=0.85, snippet=p.span, text="nothing follows the content")
     return True
 
-def _end_markers(post: str, wrapper: str) -> list[str]:
+def _end_markers(f: Findings, post: str, wrapper: str) -> list[str]:
     """The markers that end a plain assistant message, to strip from output.
 
     Tokens that look like markup are stripped wherever they occur. Plain words and punctuation
@@ -81,15 +151,19 @@ def _end_markers(post: str, wrapper: str) -> list[str]:
         for k in range(len(first) - 1, 0, -1):
             if pairs_with(wrapper, first[:k]):
                 toks[:1] = [first[:k], first[k:]]
+                f.fire(EOT_SPLIT, snippet=post,
+                       text=f"{first!r} is {wrapper!r}'s closing form {first[:k]!r} then {first[k:]!r}")
                 break
-    return _prose_safe(toks, post)
+    return _prose_safe(f, toks, post)
 
-def _prose_safe(toks: list[str], text: str) -> list[str]:
+def _prose_safe(f: Findings, toks: list[str], text: str) -> list[str]:
     """The markup tokens of ``text``, plus the whole of it when some tokens were prose."""
     out = [t for t in toks if _is_markup(t)]
     whole = text.strip(_WS)
     if len(out) < len(toks) and whole not in out:
         out.append(whole)
+        f.fire(EOT_PROSE, snippet=text,
+               text=f"{whole!r} holds prose-like tokens: stripped only as a whole")
     return out
 
 def _is_markup(tok: str) -> bool:

@@ -12,7 +12,7 @@ from dataclasses import replace
 
 from ..profile import Profile, ToolSpec
 
-__all__ = ["dialect_for_model_id", "match_dialect"]
+__all__ = ["dialect_for_model_id", "match_dialect", "name_profile"]
 
 
 def _n(s: str) -> str:
@@ -24,6 +24,8 @@ def _tool_fp(t: ToolSpec) -> tuple[str, str, str, str, str]:
     keys = ""
     if c.kind == "json":
         keys = "name_as_key" if c.name_as_key else f"{c.name_keys[0]}|{c.args_keys[0]}"
+    elif c.kind == "pythonic" and c.array == "never":
+        keys = "unbracketed"  # call lines, not a list: another wire format
     return c.kind, _n(c.header), _n(c.param), keys, _n(c.trailer)
 
 
@@ -94,19 +96,55 @@ def _score(d: Profile, b: Profile) -> int:
     return score
 
 
-def match_dialect(prof: Profile) -> str | None:
-    """The builtin dialect with the same wire format, or None."""
+def _best(prof: Profile) -> list[str]:
+    """The builtin dialects whose wire format matches best, the more widely used first."""
     from ..dialects import _names, get_profile
 
     if prof.tools is None and prof.reasoning is None and prof.messages is None:
-        return None
-    best, best_key = None, (0, 0)
-    for name in _names():
-        b = get_profile(name)
-        key = (_score(prof, b), len(b.families))  # ties: the more widely used format
-        if key[0] > 0 and key > best_key:
-            best, best_key = name, key
-    return best
+        return []
+    keyed = [((_score(prof, b), len(b.families)), name) for name in _names() for b in (get_profile(name),)]
+    top = max((k[0] for k, _ in keyed), default=0)
+    if top <= 0:
+        return []
+    return [name for key, name in sorted(keyed, key=lambda kn: -kn[0][1]) if key[0] == top]
+
+
+def match_dialect(prof: Profile, hint: str | None = None) -> str | None:
+    """The builtin dialect with the same wire format, or None.
+
+    Ties (dialects the renders cannot tell apart, such as two that write identical calls) go to
+    ``hint`` when it is one of them, else to the more widely used format. A hint that is not among
+    the best matches changes nothing: what the renders show always wins over a model's name.
+    """
+    best = _best(prof)
+    if hint is not None and hint in best:
+        return hint
+    return best[0] if best else None
+
+
+def name_profile(prof: Profile, model_id: str | None, use_hint: bool) -> tuple[str | None, str | None]:
+    """The dialect name of a derived profile, and the evidence the model id adds (None without one).
+
+    The model id is a hint and never more: it can only pick among dialects that match the renders
+    equally well, and only when ``use_hint`` (``known=True``); pure derivation records it unused.
+    """
+    if not model_id:
+        return match_dialect(prof), None
+    hint = dialect_for_model_id(model_id)
+    name = match_dialect(prof, hint if use_hint else None)
+    said = f"model_id: {model_id!r}"
+    if hint is None:
+        return name, f"{said} names no known dialect; not used"
+    if not use_hint:
+        return name, f"{said} suggests dialect {hint!r}; not consulted (pure derivation, known=False)"
+    ties = _best(prof)
+    if name == hint and len(ties) > 1:
+        return name, (f"{said} suggests dialect {hint!r}, one of {len(ties)} that match the renders equally "
+                      f"({', '.join(ties)}): the hint chose it")
+    if name == hint:
+        return name, f"{said} suggests dialect {hint!r}, which the renders agree with"
+    return name, (f"{said} suggests dialect {hint!r}, but the renders show "
+                  f"{repr(name) if name else 'no builtin format'}; the renders win")
 
 
 _MODEL_HINTS = (
@@ -123,7 +161,8 @@ _MODEL_HINTS = (
 
 
 def dialect_for_model_id(model_id: str) -> str | None:
-    """A dialect guessed from a model id alone (used only when no template is available)."""
+    """A dialect guessed from a model id alone: all of ``detect`` without a template, and with one
+    a tie-break in naming (:func:`name_profile`)."""
     m = model_id.lower()
     for pattern, name in _MODEL_HINTS:
         if re.search(pattern, m):

@@ -15,8 +15,17 @@ from dataclasses import replace
 from ..profile import MessagesSpec
 from .extract import Findings
 from .probes import CONTENT, NAME1, REASONING, Probe
+from .rules import Rule
 
-__all__ = ["find_messages"]
+__all__ = ["RULES", "find_messages"]
+
+HEADED = Rule("messages.headed", "messages",
+              "answer and reasoning written as TAG word TAG body with one word differing: headers route bodies")
+HEADER_OPEN = Rule("messages.header_open", "messages.header_open",
+                   "a generation prompt ending in a message start and role leaves the output inside a header")
+RECIPIENT = Rule("messages.recipient", "messages.recipient_prefix",
+                 "a call renders as a message whose header holds a word glued to the tool name")
+RULES = (HEADED, HEADER_OPEN, RECIPIENT)
 
 _TAG = r"<[^<>\s]+>|\[[^\[\]\s]+\]"
 _HEADER = re.compile(rf"(?P<chan>{_TAG})(?P<word>[A-Za-z_][\w-]*)(?P<msg>{_TAG})\Z")
@@ -52,13 +61,15 @@ def find_messages(f: Findings, prompt: str | None = None) -> MessagesSpec | None
                         role=role or MessagesSpec().role)
     if prompt is not None and start and prompt.rstrip().endswith(start + spec.role):
         spec = replace(spec, header_open=True)
-        f.evidence.append(f"messages: the generation prompt ends with {start + spec.role!r}: the output "
-                          "begins inside a message header")
+        f.fire(HEADER_OPEN, snippet=prompt[-80:],
+               text=f"the generation prompt ends with {start + spec.role!r}: the output begins inside a message header")
     call = next((p for p in f.probes if p.label.startswith("1 call") and p.span and NAME1 in p.span), None)
     if call is not None and call.span is not None:
         spec = _with_calls(spec, call)
-    f.say("messages", 0.85, f"content and reasoning are headed messages ({chan}{ch['word']}{msg} vs "
-          f"{chan}{rh['word']}{msg}): bodies are routed by their header")
+        f.fire(RECIPIENT, snippet=call.span, text=f"calls are messages to {spec.recipient_prefix}NAME on "
+               f"channel {spec.call_channel!r}")
+    f.fire(HEADED, conf=0.85, snippet=r_span, text=f"content and reasoning are headed messages "
+           f"({chan}{ch['word']}{msg} vs {chan}{rh['word']}{msg}): bodies are routed by their header")
     return spec
 
 

@@ -23,8 +23,34 @@ from .probes import (
     Prober,
     after_user,
 )
+from .rules import Rule
 
-__all__ = ["find_reasoning"]
+__all__ = ["RULES", "find_reasoning"]
+
+BLOCK = Rule("reasoning.rendered_block", "reasoning",
+             "history renders the reasoning: its markers are the tokens around the sentinel")
+CALL_TURN = Rule("reasoning.call_turn_only", "reasoning",
+                 "some templates keep reasoning only after the last plain answer: a call turn shows it")
+OPEN_FROM_PROMPT = Rule("reasoning.open_from_prompt", "reasoning",
+                        "the block's open is written by the generation prompt: its last tag pairs with the close")
+WRAPPER_AFTER = Rule("reasoning.content_wrapper_after", "reasoning",
+                     "the content wrapper follows the close marker and is not part of it")
+SWITCH = Rule("reasoning.switch", "reasoning.switchable",
+              "a thinking variable that changes the generation prompt makes reasoning switchable")
+PROMPT_DIFF = Rule("reasoning.prompt_diff", "reasoning",
+                   "a template that drops reasoning from history shows its markers in what thinking on/off changes")
+PROMPT_TAIL = Rule("reasoning.prompt_tail_guess", "reasoning",
+                   "a prompt ending in an open tag no history render shows opens a block: assume its closing form")
+NONE = Rule("reasoning.none", "reasoning", "no render and no prompt switch shows a reasoning block")
+PREFILLED = Rule("reasoning.prefilled", "reasoning.start",
+                 "the default generation prompt ends with the open marker: output starts inside the block")
+WRAPPER_GLUED = Rule("reasoning.content_wrapper_glued", "reasoning",
+                     "a content wrapper that starts with an empty block's close: its last tag run opens the "
+                     "content, the rest closes reasoning")
+LABELLED = Rule("reasoning.labelled_open", "reasoning.open",
+                "a tag followed by a label word (a channel name): the bare tag opens a block too")
+RULES = (BLOCK, CALL_TURN, OPEN_FROM_PROMPT, WRAPPER_AFTER, WRAPPER_GLUED, SWITCH, PROMPT_DIFF, PROMPT_TAIL, NONE,
+         PREFILLED, LABELLED)
 
 _WS = " \t\r\n"
 
@@ -63,17 +89,18 @@ def find_reasoning(pr: Prober, f: Findings, tools: list[dict[str, Any]] | None,
     if call_turn is not None:
         if span_probe is None:
             return  # the first look's findings stand
-        f.confidence.pop("reasoning", None)
-        f.evidence[:] = [e for e in f.evidence if not e.startswith("reasoning:")]
+        f.drop("reasoning")
     prompts: dict[str, str | None] = {"default": after_user(pr.prompt(tools))}
     for var in ("enable_thinking", "thinking", "reasoning"):
         on = after_user(pr.prompt(tools, **{var: True}))
         off = after_user(pr.prompt(tools, **{var: False}))
         prompts["on"], prompts["off"] = on, off
         if on is not None and off is not None and on != off:
-            f.evidence.append(f"reasoning.switch: the template variable {var!r} changes the generation prompt")
+            f.fire(SWITCH, snippet=f"{on!r} / {off!r}",
+                   text=f"the template variable {var!r} changes the generation prompt")
             break
     open_m, close_m, how = "", "", ""
+    how_rule, how_snippet = NONE, ""
     prompt_conf = 0.75
     if span_probe is not None:
         assert span_probe.span is not None
@@ -88,16 +115,31 @@ def find_reasoning(pr: Prober, f: Findings, tools: list[dict[str, Any]] | None,
             # block in the plain render is not a wrapper
             if wrap and b.endswith(wrap) and b != wrap and not (open_m and open_m in wrap):
                 b = b[: -len(wrap)].strip(_WS)
+                f.fire(WRAPPER_AFTER, snippet=between, text=f"{wrap!r} after the close is the content wrapper")
+            elif wrap and b == wrap:
+                # the wrapper itself starts with an empty block's close: only its last tag run opens
+                # the content (…think-close then response-open, glued)
+                cuts = [k for k in range(1, len(b)) if b[k] == "<" and b[k - 1] == ">"]
+                if cuts:
+                    # the glued run is no longer one strip token: its close ends reasoning
+                    f.strip[:] = [t for t in f.strip if t != b] + [b[cuts[-1]:]] * (b[cuts[-1]:] not in f.strip)
+                    b = b[: cuts[-1]]
+                    f.fire(WRAPPER_GLUED, snippet=between,
+                           text=f"{wrap!r} is a close glued to the content wrapper {wrap[cuts[-1]:]!r}")
             close_m = first_token(b)
             if not open_m:
                 for src in (span_probe.prompt_tail, prompts["on"] or "", prompts["default"] or ""):
                     tail = last_tag(src)
                     if pairs_with(tail, close_m):
                         open_m = tail
+                        f.fire(OPEN_FROM_PROMPT, snippet=src,
+                               text=f"the prompt's last tag {tail!r} opens the block {close_m!r} closes")
                         break
             how = f"reasoning renders as {s[:ci + len(CONTENT)]!r}"
+            how_rule, how_snippet = BLOCK, s[:ci + len(CONTENT)]
             if call_turn is not None:
                 how += " (only on tool-call turns)"
+                how_rule = CALL_TURN
     if not close_m:
         # the template drops reasoning from history: read the markers from the generation prompts
         on, off, dflt = prompts["on"], prompts["off"], prompts["default"]
@@ -118,6 +160,7 @@ def find_reasoning(pr: Prober, f: Findings, tools: list[dict[str, Any]] | None,
             if close_m:
                 how = (f"the template drops reasoning from history; enable_thinking changes the "
                        f"generation prompt by {a!r} / {b!r}")
+                how_rule, how_snippet = PROMPT_DIFF, f"{a!r} / {b!r}"
                 if close_m in tb and pairs_with(open_m, close_m):
                     # both markers are rendered (the close by the prompt that skips the block)
                     prompt_conf = 0.85
@@ -131,9 +174,11 @@ def find_reasoning(pr: Prober, f: Findings, tools: list[dict[str, Any]] | None,
                 open_m, close_m = tail, guess
                 how = (f"the generation prompt ends with {tail!r}, which history renders never show; "
                        f"assumed its closing form {guess!r} (not confirmed by any render)")
-                f.say("reasoning", 0.55, how)
+                how_rule, how_snippet = PROMPT_TAIL, dflt[-80:]
+                f.fire(PROMPT_TAIL, conf=0.55, snippet=how_snippet, text=how)
     if not close_m:
-        f.say("reasoning", 0.85, "no render shows a reasoning block")
+        f.fire(NONE, conf=0.85, snippet=(span_probe.span if span_probe else None),
+               text="no render shows a reasoning block")
         return
     if open_m and not pairs_with(open_m, close_m) and open_m == close_m:
         open_m = ""
@@ -143,17 +188,19 @@ def find_reasoning(pr: Prober, f: Findings, tools: list[dict[str, Any]] | None,
                         and span_probe.span.index(REASONING) < 2)
     if (open_m and dflt.rstrip(_WS).endswith(open_m)) or opened_by_prompt:
         start = "prefilled"
+        f.fire(PREFILLED, snippet=dflt[-80:], text=f"the generation prompt opens the block ({open_m!r})")
     switchable = prompts["on"] is not None and prompts["off"] is not None and prompts["on"] != prompts["off"]
     opens: tuple[str, ...] = (open_m,) if open_m else ()
     labelled = re.fullmatch(r"(<[^<>\s]+>|\[[^\[\]\s]+\])([A-Za-z_][\w-]*)", open_m)
     if labelled:
         # a tag followed by a label word (<|channel>thought): the bare tag opens a block too
         opens = (open_m + "\n", open_m, labelled.group(1))
+        f.fire(LABELLED, snippet=open_m, text=f"{labelled.group(1)!r} alone opens a block too")
     f.reasoning = ReasoningSpec(open=opens, close=(close_m,), start=start,  # type: ignore[arg-type]
                                 switchable=switchable)
     if "reasoning" not in f.confidence:
-        f.say("reasoning", 0.95 if span_probe is not None else prompt_conf,
-              f"open {open_m!r}, close {close_m!r}, start {start}; {how}")
+        f.fire(how_rule, conf=0.95 if span_probe is not None else prompt_conf, snippet=how_snippet,
+               text=f"open {open_m!r}, close {close_m!r}, start {start}; {how}")
 
 def _closing_form(tok: str) -> str:
     m = re.fullmatch(r"<([^/<>\s][^<>\s]*)>", tok)

@@ -4,10 +4,19 @@ A derived profile is a claim about how the template writes assistant turns. The 
 can check the claim: render messages we invent (content, reasoning, one to three calls with
 nested, unicode and marker-like arguments), cut the assistant's output, parse it with the
 profile, and compare with what we put in. The pass rate feeds the confidence.
+
+Call turns are written in every shape the template can write: one to three calls, calls after
+content, calls after reasoning. A render that cannot carry the message faithfully (a string
+argument printed without quotes where the codec quotes strings, a quote left unescaped) says
+nothing about the profile, since no parser could recover the message from it: such a message is
+retried with plain values and otherwise counted as ``lossy``, not as a failure. What kinds of
+message passed is recorded, so the confidence can tell a round trip that covered calls from one
+that did not.
 """
 
 from __future__ import annotations
 
+import json
 import random
 import re
 from collections import Counter
@@ -27,6 +36,13 @@ CHECK_TOOLS: list[dict[str, Any]] = [
     {"type": "function", "function": {"name": n, "description": "check tool", "parameters": _PARAMS}}
     for n in ("get_weather", "roll_back_release", "search-db.v2", "write_file")]
 
+# for templates that refuse some parameter schemas (nested objects, arrays): flat parameters only
+_FLAT = {"type": "object", "properties": {k: v for k, v in _PARAMS["properties"].items()  # type: ignore[attr-defined]
+                                          if v["type"] not in ("object", "array")}, "required": ["text"]}
+FLAT_TOOLS: list[dict[str, Any]] = [
+    {"type": "function", "function": {"name": n, "description": "check tool", "parameters": _FLAT}}
+    for n in ("get_weather", "roll_back_release", "search-db.v2", "write_file")]
+
 _STRINGS = ["Paris", "Tōkyō \"central\"", "line1\nline2", "a { b } [c]", "C:\\temp\\x.txt",
             "50% of <b>bold</b>", "emoji 🎉 ok", "tabs\tand  spaces", "semi; colon, comma",
             "用户 数据"]
@@ -37,6 +53,9 @@ class CheckResult:
     rendered: int = 0
     passed: int = 0
     failures: list[str] = field(default_factory=list)
+    lossy: int = 0  # messages the template could not write faithfully (not counted in rendered)
+    kinds: Counter[str] = field(default_factory=Counter)  # kinds of message that passed
+    failed_kinds: Counter[str] = field(default_factory=Counter)
 
     @property
     def rate(self) -> float:
@@ -62,41 +81,109 @@ def _args(rng: random.Random, rich: bool) -> dict[str, Any]:
     return args
 
 
+def _forms(value: Any, quoted: bool, end: str) -> list[str]:
+    """The spellings under which a codec could read ``value`` back from a render.
+
+    A raw (unquoted) string that contains the text ending its value is ambiguous: no spelling."""
+    if isinstance(value, str) and not quoted and end and end in value:
+        return []
+    forms = [json.dumps(value, ensure_ascii=False), json.dumps(value),
+             json.dumps(value, ensure_ascii=False, separators=(",", ":")), repr(value)]
+    if isinstance(value, bool):
+        forms += ["true" if value else "false", str(value)]
+    elif isinstance(value, str) and not quoted:
+        forms.append(value)
+    return forms
+
+
+def _faithful(span: str, calls: list[dict[str, Any]], quoted: bool, end: str) -> bool:
+    """Whether every argument value is written in a form a parser can read it back from."""
+    return all(any(form in span for form in _forms(v, quoted, end))
+               for c in calls for v in c["arguments"].values())
+
+
+def _plain(args: dict[str, Any]) -> dict[str, Any]:
+    """The values every codec writes faithfully: numbers and booleans."""
+    out = {k: v for k, v in args.items() if isinstance(v, int | float) and not isinstance(v, bool)}
+    return out or {"count": 7}
+
+
 def self_check(pr: Prober, prof: Profile, *, n: int = 10, seed: int = 7,
                shape: CallShape | None = None) -> CheckResult:
-    """Render ``n`` random assistant messages (call turns written as ``shape`` says) and parse them back."""
+    """Render ``n`` random assistant messages (call turns written as ``shape`` says, plus calls after
+    content and after reasoning) and parse them back."""
     from ..parse import parse
 
     shape = shape or CallShape()
     rng = random.Random(seed)
     out = CheckResult()
     r = prof.reasoning
-    for i in range(n):
-        kind = i % 4
+    has_calls = prof.tools is not None or prof.messages is not None
+    # string values are quoted by every codec but the tagged one (which writes them raw)
+    quoted = prof.messages is not None or (prof.tools is not None and prof.tools.codec.kind != "tagged")
+    end = ""  # what ends a raw value (tagged parameters)
+    if prof.tools is not None and prof.tools.codec.kind == "tagged" and "{value}" in prof.tools.codec.param:
+        end = prof.tools.codec.param.split("{value}", 1)[1] or prof.tools.codec.trailer
+    tools = CHECK_TOOLS
+    first = pr.turn("self-check tools", {"role": "assistant", "content": "ok"}, tools=tools,
+                    history=[{"role": "user", "content": USER}], **shape.context())
+    if first.span is None:  # the template refuses nested parameter schemas: check with flat ones
+        tools = FLAT_TOOLS
+    plan = [i % 4 for i in range(n)]
+    if has_calls:
+        plan += [4] + ([5] if r is not None and not shape.reasoned else [])
+    for i, kind in enumerate(plan):
         msg: dict[str, Any] = {"role": "assistant"}
         want_calls: list[dict[str, Any]] = []
         content = rng.choice(["Sure, here it is.", "The answer is 42.", "Ça marche — 好的!"])
-        if kind == 0 or (prof.tools is None and prof.messages is None):
+        label = "content"
+        if kind == 0 or not has_calls:
             msg["content"] = content
         elif kind == 1 and (r is not None or prof.messages is not None):
             msg["content"] = content
             msg["reasoning_content"] = rng.choice(["First, think.", "Compare a and b; pick b."])
+            label = "reasoning"
         else:
-            k = 1 + (i % 3)
-            calls = []
-            for j in range(k):
+            k = 1 + (i % 3) if kind < 4 else 1
+            for _ in range(k):
                 name = str(CHECK_TOOLS[rng.randrange(len(CHECK_TOOLS))]["function"]["name"])
-                rich = prof.messages is not None or (prof.tools is not None
-                                                     and prof.tools.codec.kind in ("json", "name_json", "pythonic"))
-                args = _args(rng, rich=rich)
-                calls.append(shape.call(str(name), args, j + 1))
-                want_calls.append({"name": name, "arguments": args})
-            msg = shape.message(calls, reasoning="Plan: call the tools.")
-        p = pr.turn(f"self-check {i}", msg, tools=CHECK_TOOLS,
-                    history=[{"role": "user", "content": USER}], **shape.context())
+                rich = tools is CHECK_TOOLS and (prof.messages is not None or (
+                    prof.tools is not None and prof.tools.codec.kind in ("json", "name_json", "pythonic")))
+                want_calls.append({"name": name, "arguments": _args(rng, rich=rich)})
+            label = f"calls{min(k, 2)}"
+            if kind == 4:
+                label = "calls+content"
+            elif kind == 5:
+                label = "calls+reasoning"
+        p = None
+        for attempt in range(2 if want_calls else 1):
+            if want_calls:
+                calls = [shape.call(c["name"], c["arguments"], j + 1) for j, c in enumerate(want_calls)]
+                msg = shape.message(calls, reasoning="Plan: call the tools.")
+                if kind == 4:
+                    msg["content"] = content
+                elif kind == 5:
+                    msg["reasoning_content"] = "Plan: call the tools."
+            p = pr.turn(f"self-check {i}", msg, tools=tools,
+                        history=[{"role": "user", "content": USER}], **shape.context())
+            if p.span is None or not want_calls or _faithful(p.span, want_calls, quoted, end):
+                break
+            if attempt == 0:  # the template cannot write these values faithfully: plain ones
+                want_calls = [{"name": c["name"], "arguments": _plain(c["arguments"])} for c in want_calls]
+            else:
+                p = None
+                out.lossy += 1
+        if p is None:
+            continue
         wanted = Counter(str(c["name"]) for c in want_calls)
         if p.span is None or any(p.span.count(n) < k for n, k in wanted.items()):
             continue  # the template did not write every call of this message (some write only the first)
+        if kind == 4 and content not in p.span:
+            continue  # the template drops content on call turns: not a shape it writes
+        if kind == 5 and "Plan: call the tools." not in p.span:
+            continue
+        if kind == 4 and _norm(parse(p.span, prof, tools=tools).reasoning) == _norm(content):
+            continue  # the template writes a call turn's content as reasoning: not this shape
         out.rendered += 1
         mode = "explicit"
         if r is not None:
@@ -105,7 +192,7 @@ def self_check(pr: Prober, prof: Profile, *, n: int = 10, seed: int = 7,
             if close_at >= 0 and not 0 <= open_at < close_at:
                 # the history writes the block's close without its open: the prompt opened it
                 mode = "prefilled"
-        res = parse(p.span, prof, tools=CHECK_TOOLS, reasoning=mode if r is not None else None)
+        res = parse(p.span, prof, tools=tools, reasoning=mode if r is not None else None)
         got_calls = [{"name": c.name, "arguments": c.arguments} for c in res.tool_calls]
         problems = []
         if got_calls != want_calls:
@@ -120,6 +207,8 @@ def self_check(pr: Prober, prof: Profile, *, n: int = 10, seed: int = 7,
             problems.append(f"unexpected reasoning {res.reasoning!r}")
         if problems:
             out.failures.append(f"{p.span[:120]!r}: " + "; ".join(problems))
+            out.failed_kinds[label] += 1
         else:
             out.passed += 1
+            out.kinds[label] += 1
     return out

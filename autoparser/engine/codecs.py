@@ -121,7 +121,10 @@ class Body:
 
 @lru_cache(maxsize=1024)
 def _lit_regex(lit: str) -> str:
-    """A literal where whitespace, and the gap between adjacent tags, match any whitespace."""
+    """A literal where whitespace, and the gap between adjacent tags, match any whitespace;
+    ``{index}`` (a call's number written in its header) matches digits."""
+    if "{index}" in lit:
+        return r"\d+".join(_lit_regex(part) for part in lit.split("{index}"))
     out: list[str] = []
     for i, part in enumerate(re.split(r"\s+", lit)):
         if i:
@@ -421,14 +424,22 @@ class NameJsonBody(Body):
         self.slot = "{id}" if "{id}" in s.header else "{name}"
         header = s.header
         self.id_header: _Header | None = None
-        if "{call_id}" in header:
+        self.id_first: _Header | None = None
+        if "{call_id}" in header and header.index("{call_id}") < header.index(self.slot):
+            # the caller's id written before the name (ID<|name|>NAME<|args|>{...}): its own header,
+            # ended by the literal text before the name
+            cut = header.index(self.slot)
+            self.id_first = _Header(header[:cut], "{call_id}")
+            header = header[cut:]
+            self._id_stops: tuple[str, ...] = ()
+        elif "{call_id}" in header:
             # a native call id written after the name (Mistral v13: NAME[CALL_ID]ID[ARGS]); optional
             cut = header.index("{call_id}")
             rest = header[cut:]
             header = header[:cut]
             after = rest[len("{call_id}"):].strip(_WS)
             self.id_header = _Header(rest, "{call_id}", ends="{")
-            self._id_stops: tuple[str, ...] = (after,) if after else ()
+            self._id_stops = (after,) if after else ()
         else:
             self._id_stops = ()
         self.header = _Header(header, self.slot, ends="{",
@@ -437,11 +448,21 @@ class NameJsonBody(Body):
         self.cid: str | None = None
         self.scanner: BalancedScanner | None = None
         self.argstream: JsonArgStream | None = None
-        self.phase = "header"
+        self.phase = "id_first" if self.id_first is not None else "header"
         self._trailer = MarkerSet([(s.trailer.strip(_WS), "t")]) if s.trailer.strip(_WS) else None
 
     def feed(self, text: str, pos: int, final: bool) -> tuple[Status, int]:
         s = self.spec
+        if self.phase == "id_first":
+            assert self.id_first is not None
+            hst, j, slot = self._header_step(self.id_first, text, pos, final, "no call id before the name")
+            if hst is not None:
+                return hst, j
+            if not self.id_first.matched_suffix or not _BARE_NAME.match(slot):
+                return self._reject(f"not a call id: {slot[:40]!r}", pos)
+            self.cid = slot
+            self.phase = "header"
+            pos = j
         if self.phase == "header":
             hst, j, slot = self._header_step(self.header, text, pos, final, "no call header")
             if hst is not None:
@@ -928,6 +949,8 @@ class PythonicBody(Body):
         self.head = ""
 
     def feed(self, text: str, pos: int, final: bool) -> tuple[Status, int]:
+        if self.spec.array == "never":
+            return self._feed_lines(text, pos, final)
         if self.scanner is None:
             i = pos
             while i < len(text) and text[i] in _WS:
@@ -968,6 +991,23 @@ class PythonicBody(Body):
             return self._reject(str(e), j)
         return "done", j
 
+    def _feed_lines(self, text: str, pos: int, final: bool) -> tuple[Status, int]:
+        """Calls written without list brackets, one per line or comma-separated, up to the call's
+        end marker (``array: never``: MiniCPM's fenced ``f(a=1)`` lines)."""
+        if not self.head and pos < len(text) and text[pos:].strip(_WS) and \
+                _PY_LINE.match(text[pos:].lstrip(_WS)) is None:
+            return self._reject("not a pythonic call", pos)
+        m, safe = self.stops.scan(text, pos, final)
+        end = m.start if m is not None else safe
+        self.head += text[pos:end]
+        if m is None and not final:
+            return "more", end
+        try:
+            self.calls = self._to_calls(_top_level_lines_joined(self.head))
+        except ValueError as e:
+            return self._reject(str(e), end, truncated=m is None)
+        return "done", end
+
     def _to_calls(self, raw: str) -> list[ParsedCall]:
         out = []
         for name, kwargs in values.parse_python_calls(raw):
@@ -977,6 +1017,36 @@ class PythonicBody(Body):
         if not out:
             raise ValueError("empty call list")
         return out
+
+
+_PY_LINE = re.compile(r"[A-Za-z_][\w.\-]*\s*(?:\(|\Z)")
+
+
+def _top_level_lines_joined(raw: str) -> str:
+    """``f(a=1)\ng(b=2)`` as ``f(a=1),g(b=2)``: line breaks outside brackets and quotes separate calls."""
+    out: list[str] = []
+    depth, quote, i = 0, "", 0
+    while i < len(raw):
+        c = raw[i]
+        if quote:
+            if c == "\\":
+                out.append(raw[i:i + 2])
+                i += 2
+                continue
+            if c == quote:
+                quote = ""
+        elif c in "'\"":
+            quote = c
+        elif c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+        elif c == "\n" and depth == 0:
+            prev = "".join(out).rstrip(_WS)
+            c = "," if prev and not prev.endswith(",") and raw[i:].strip(_WS) else " "
+        out.append(c)
+        i += 1
+    return "".join(out).strip(_WS).rstrip(",")
 
 
 _KINDS: dict[str, type[Body]] = {

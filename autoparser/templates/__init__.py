@@ -11,6 +11,7 @@ from __future__ import annotations
 from autoparser.templates.render import (
     Rendering,
     RenderLimits,
+    TemplateBlocked,
     TemplateLimitExceeded,
     TemplateRaised,
     TemplateRenderer,
@@ -21,6 +22,7 @@ from autoparser.templates.sources import TemplateSource, load_source
 __all__ = [
     "RenderLimits",
     "Rendering",
+    "TemplateBlocked",
     "TemplateLimitExceeded",
     "TemplateRaised",
     "TemplateRenderer",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from autoparser.errors import TemplateError
 
-__all__ = ["TemplateLimitExceeded", "TemplateRaised"]
+__all__ = ["TemplateBlocked", "TemplateLimitExceeded", "TemplateRaised"]
 
 
 class TemplateRaised(TemplateError):
@@ -18,6 +18,19 @@ class TemplateRaised(TemplateError):
 
     def __init__(self, message: str, lineno: int | None = None) -> None:
         self.template_message = message
+        self.lineno = lineno
+        super().__init__(message)
+
+
+class TemplateBlocked(TemplateError):
+    """The sandbox refused access to Python internals (``__class__``, an underscore name).
+
+    A separate type because such a template is hostile or broken: unlike a ``raise_exception`` or
+    the immutable sandbox refusing ``list.append`` (which other engines allow), the refusal says
+    nothing about the model's protocol.
+    """
+
+    def __init__(self, message: str, lineno: int | None = None) -> None:
         self.lineno = lineno
         super().__init__(message)
 

@@ -39,7 +39,7 @@ from jinja2.utils import Namespace, generate_lorem_ipsum
 from markupsafe import Markup
 
 from autoparser.errors import TemplateError
-from autoparser.templates._exceptions import TemplateLimitExceeded, TemplateRaised
+from autoparser.templates._exceptions import TemplateBlocked, TemplateLimitExceeded, TemplateRaised
 from autoparser.templates._guards import (
     GUARD_FILTERS,
     LimitedEscapeFormatter,
@@ -129,9 +129,17 @@ class _DictFactory:
         return dict.fromkeys(*args, **kwargs)
 
 
+class InternalAccess(SecurityError):
+    """A template reached for Python internals (an underscore or interpreter-internal name).
+
+    Kept apart from the refusals of the immutable sandbox (``list.append``): those are a difference
+    of semantics other engines do not have, this is a template no engine should run.
+    """
+
+
 def _check_namespace_name(name: object) -> None:
     if isinstance(name, str) and name.startswith("_"):
-        raise SecurityError(f"a namespace cannot hold the underscore-prefixed attribute {name!r}")
+        raise InternalAccess(f"a namespace cannot hold the underscore-prefixed attribute {name!r}")
 
 
 class _TemplateNamespace(Namespace):
@@ -233,7 +241,7 @@ class _GuardedEnvironment(ImmutableSandboxedEnvironment):
         """
         if attribute.startswith("_") or is_internal_attribute(obj, attribute):
             kind = type(obj).__name__
-            raise SecurityError(f"access to attribute {attribute!r} of {kind!r} object is unsafe")
+            raise InternalAccess(f"access to attribute {attribute!r} of {kind!r} object is unsafe")
         return super().unsafe_undefined(obj, attribute)
 
     def wrap_str_format(self, value: Any) -> Callable[..., str] | None:
@@ -383,6 +391,8 @@ def translate_error(exc: BaseException) -> TemplateError:
         return TemplateLimitExceeded("value", f"template ran out of memory{where}", lineno)
     if isinstance(exc, TemplateSyntaxError):
         return TemplateError(f"template syntax error{where}: {exc.message}")
+    if isinstance(exc, InternalAccess):
+        return TemplateBlocked(f"template blocked by the sandbox{where}: {exc}", lineno)
     if isinstance(exc, SecurityError):
         return TemplateError(f"template blocked by the sandbox{where}: {exc}")
     if isinstance(exc, UndefinedError):

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from autoparser.templates._exceptions import TemplateLimitExceeded, TemplateRaised
+from autoparser.templates._exceptions import TemplateBlocked, TemplateLimitExceeded, TemplateRaised
 from autoparser.templates._inputs import plain_data, prepare_messages
 from autoparser.templates._limits import RenderLimits, active_budget
 
@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 __all__ = [
     "RenderLimits",
     "Rendering",
+    "TemplateBlocked",
     "TemplateLimitExceeded",
     "TemplateRaised",
     "TemplateRenderer",
