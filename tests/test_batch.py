@@ -7,7 +7,6 @@ broke and how many calls it wrote), never from the code under test.
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 import os
 import re
@@ -20,19 +19,12 @@ from typing import Any
 
 import pytest
 from sample_templates import HERMES_LIKE
+from scripts_loader import load_script
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _bench() -> Any:
-    spec = importlib.util.spec_from_file_location("bench_batch", ROOT / "scripts" / "bench_batch.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-bench = _bench()
+bench = load_script("bench_batch")
 
 
 @pytest.fixture(autouse=True)

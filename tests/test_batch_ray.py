@@ -7,7 +7,6 @@ costs seconds); each test runs one small dataset.
 
 from __future__ import annotations
 
-import importlib.util
 import io
 import json
 from collections.abc import Iterator
@@ -16,6 +15,7 @@ from typing import Any
 
 import pytest
 from sample_templates import HERMES_LIKE
+from scripts_loader import load_script
 
 ray = pytest.importorskip("ray", reason="the [ray] extra is not installed")
 pa = pytest.importorskip("pyarrow", reason="the [batch] extra is not installed")
@@ -23,15 +23,7 @@ pa = pytest.importorskip("pyarrow", reason="the [batch] extra is not installed")
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _bench() -> Any:
-    spec = importlib.util.spec_from_file_location("bench_batch", ROOT / "scripts" / "bench_batch.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-bench = _bench()
+bench = load_script("bench_batch")
 
 
 @pytest.fixture(scope="module")
