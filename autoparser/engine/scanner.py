@@ -133,9 +133,11 @@ class BalancedScanner:
                 continue
             m = self._out_re.search(text, i)
             if not final:
-                if hold_out < 0:
+                # the holdback can only start in the last (longest marker - 1) characters: before
+                # those, a found token needs no holdback computed
+                if hold_out < 0 and (m is None or m.start() >= n - self._tokens.longest + 1):
                     hold_out = self._tokens.holdback(text, 0) if self._tokens else n
-                if m is None or m.start() >= hold_out:
+                if m is None or (hold_out >= 0 and m.start() >= hold_out):
                     h = max(hold_out, i)
                     self.pieces.append(text[pos:h])
                     return "more", h
