@@ -50,6 +50,11 @@ class MarkerSet:
     def longest(self) -> int:
         return self._max
 
+    @property
+    def prefixes(self) -> frozenset[str]:
+        """Every proper prefix of a marker (a tail that must be held back)."""
+        return self._prefixes
+
     def search(self, text: str, pos: int = 0, endpos: int | None = None) -> Match | None:
         if self._re is None:
             return None

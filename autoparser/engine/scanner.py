@@ -54,7 +54,7 @@ def _compiled(brackets: str, strings: tuple[tuple[str, str, bool], ...],
 class BalancedScanner:
     """Scans one bracketed value starting at its opening bracket."""
 
-    __slots__ = ("_brackets", "_closers", "_esc", "_in", "_out_re", "_skip_re", "_str_close", "_str_re",
+    __slots__ = ("_brackets", "_closers", "_esc", "_in", "_out_re", "_prefixes", "_skip_re", "_str_close", "_str_re",
                  "_strings", "_tokens", "pieces", "stack")
 
     def __init__(
@@ -66,6 +66,7 @@ class BalancedScanner:
         c = _compiled(brackets, tuple(strings), stops.markers if stops else ())
         (self._brackets, self._closers, self._strings, self._tokens, self._out_re, self._str_re,
          self._skip_re) = c
+        self._prefixes = self._tokens.prefixes
         self._in: int | None = None
         self._str_close = ""
         self._esc = False
@@ -155,7 +156,8 @@ class BalancedScanner:
                     h = max(hold_out, i)
                     self.pieces.append(text[pos:h])
                     return "more", h
-                if n - m.start() < self._tokens.longest and self._tokens.match_at(text, m.start()) is True:
+                # a token that may still grow into a longer one (match_at(...) is True, inlined)
+                if n - m.start() < self._tokens.longest and text[m.start():] in self._prefixes:
                     self.pieces.append(text[pos:m.start()])
                     return "more", m.start()
             elif m is None:
