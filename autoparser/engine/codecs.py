@@ -250,6 +250,7 @@ class JsonBody(Body):
         self._stream_json = False
         self._held: list[str] = []
         self._held_len = 0
+        self._head: re.Pattern[str] | None = None
 
     def take_args(self) -> str:
         return self.argstream.take() if self.argstream is not None else ""
@@ -312,8 +313,9 @@ class JsonBody(Body):
             self._held_len += j - pos
             if self.call_name is None and not self.spec.name_as_key:
                 # the common layout names the call before its arguments open: announce it then
-                head = _call_head(tuple(self.spec.name_keys), tuple(self.spec.args_keys)).match(
-                    "".join(self._held))
+                if self._head is None:
+                    self._head = _call_head(tuple(self.spec.name_keys), tuple(self.spec.args_keys))
+                head = self._head.match(self._held[0] if len(self._held) == 1 else "".join(self._held))
                 if head is not None and self._name_ok(head.group(1)):
                     self.call_name = head.group(1)
             if st == "more" and (self._held_len > _STREAM_AFTER or final):

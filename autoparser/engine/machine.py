@@ -56,6 +56,8 @@ __all__ = ["Parser"]
 
 _WS = " \t\r\n"
 _MAX_HARMONY_HEADER = 1024
+#: ``json.dumps(value, ensure_ascii=False)`` without building an encoder per call
+_DUMPS = json.JSONEncoder(ensure_ascii=False).encode
 
 
 class _Compiled:
@@ -808,7 +810,7 @@ class Parser:
             self._issue(code, f"{c.name}: {msg}", pos)
         if args is None:  # nothing could stream (e.g. arguments written as a JSON string)
             args = c.arguments
-            self._events.append(ToolCallArgsDelta(idx, json.dumps(args, ensure_ascii=False)))
+            self._events.append(ToolCallArgsDelta(idx, _DUMPS(args)))
         elif args != c.arguments:
             self._issue("stream_mismatch", f"{c.name}: the streamed arguments differ from the parsed "
                         "ones; kept what was sent", pos)
@@ -852,7 +854,7 @@ class Parser:
         status: CallStatus = c.status
         if self._have_tools and known:
             status = self._check_schema(c.name, c.arguments, status, pos)
-        self._events.append(ToolCallArgsDelta(idx, json.dumps(c.arguments, ensure_ascii=False)))
+        self._events.append(ToolCallArgsDelta(idx, _DUMPS(c.arguments)))
         self._events.append(ToolCallEnd(idx, c.arguments, status))
         self._calls.append(ToolCall(c.name, c.arguments, cid, status, known))
 

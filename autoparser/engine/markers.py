@@ -50,6 +50,11 @@ class MarkerSet:
     def longest(self) -> int:
         return self._max
 
+    @property
+    def prefixes(self) -> frozenset[str]:
+        """Every proper prefix of a marker (a tail that must be held back)."""
+        return self._prefixes
+
     def search(self, text: str, pos: int = 0, endpos: int | None = None) -> Match | None:
         if self._re is None:
             return None
@@ -82,9 +87,17 @@ class MarkerSet:
     def holdback(self, text: str, pos: int = 0) -> int:
         """Index from which ``text`` must be held: its longest suffix that is a marker prefix."""
         n = len(text)
-        for k in range(min(self._max - 1, n - pos), 0, -1):
-            if text[n - k:] in self._prefixes:
-                return n - k
+        first = self._first
+        if first is None:
+            return n
+        # every marker prefix starts with a marker's first character: try only those positions of
+        # the tail, earliest (longest suffix) first, instead of slicing every suffix
+        m = first.search(text, max(pos, n - self._max + 1))
+        while m is not None:
+            k = m.start()
+            if text[k:] in self._prefixes:
+                return k
+            m = first.search(text, k + 1)
         return n
 
     def match_at(self, text: str, pos: int, final: bool = False) -> Match | bool | None:

@@ -26,7 +26,8 @@ ScanStatus = Literal["done", "stop", "more", "error"]
 _PAIRS = {"}": "{", "]": "[", ")": "("}
 
 _Compiled = tuple[str, str, tuple[tuple[str, str, bool], ...], MarkerSet, "re.Pattern[str]",
-                  dict[int, "re.Pattern[str]"]]
+                  dict[int, "re.Pattern[str]"], "re.Pattern[str] | None"]
+_JSON_STRINGS = (('"', '"', True),)
 
 
 @lru_cache(maxsize=256)
@@ -39,13 +40,21 @@ def _compiled(brackets: str, strings: tuple[tuple[str, str, bool], ...],
     alts += [re.escape(m) for m in stops]
     alts.append("[" + re.escape(brackets + closers) + "]")
     str_re = {i: re.compile(re.escape(c) + (r"|\\" if esc else "")) for i, (_o, c, esc) in enumerate(strings)}
-    return brackets, closers, strings, tokens, re.compile("|".join(alts)), str_re
+    # JSON strings only: one match skips a run of plain characters and complete strings inside a
+    # value (what the token loop below would step through one string at a time). It never passes
+    # a bracket, an incomplete string or where a stop marker may start, so every decision of the
+    # loop is left to the loop; a stop marker spelled with a quote or bracket turns it off.
+    special = brackets + closers + '"' + "".join(sorted({m[0] for m in stops}))
+    skip = (re.compile(r'(?:[^' + re.escape(special) + r']+|"(?:[^"\\]|\\.)*")*', re.DOTALL)
+            if strings == _JSON_STRINGS and not any(set(m) & set(brackets + closers + '"') for m in stops)
+            else None)
+    return brackets, closers, strings, tokens, re.compile("|".join(alts)), str_re, skip
 
 
 class BalancedScanner:
     """Scans one bracketed value starting at its opening bracket."""
 
-    __slots__ = ("_brackets", "_closers", "_esc", "_in", "_out_re", "_str_close", "_str_re",
+    __slots__ = ("_brackets", "_closers", "_esc", "_in", "_out_re", "_prefixes", "_skip_re", "_str_close", "_str_re",
                  "_strings", "_tokens", "pieces", "stack")
 
     def __init__(
@@ -55,7 +64,9 @@ class BalancedScanner:
         stops: MarkerSet | None = None,
     ) -> None:
         c = _compiled(brackets, tuple(strings), stops.markers if stops else ())
-        self._brackets, self._closers, self._strings, self._tokens, self._out_re, self._str_re = c
+        (self._brackets, self._closers, self._strings, self._tokens, self._out_re, self._str_re,
+         self._skip_re) = c
+        self._prefixes = self._tokens.prefixes
         self._in: int | None = None
         self._str_close = ""
         self._esc = False
@@ -131,15 +142,22 @@ class BalancedScanner:
                     self.pieces.append(text[pos:i])
                     return "done", i
                 continue
+            if self._skip_re is not None and self.stack:
+                run = self._skip_re.match(text, i)
+                if run is not None:  # always (the pattern matches the empty string)
+                    i = run.end()
             m = self._out_re.search(text, i)
             if not final:
-                if hold_out < 0:
+                # the holdback can only start in the last (longest marker - 1) characters: before
+                # those, a found token needs no holdback computed
+                if hold_out < 0 and (m is None or m.start() >= n - self._tokens.longest + 1):
                     hold_out = self._tokens.holdback(text, 0) if self._tokens else n
-                if m is None or m.start() >= hold_out:
+                if m is None or (hold_out >= 0 and m.start() >= hold_out):
                     h = max(hold_out, i)
                     self.pieces.append(text[pos:h])
                     return "more", h
-                if n - m.start() < self._tokens.longest and self._tokens.match_at(text, m.start()) is True:
+                # a token that may still grow into a longer one (match_at(...) is True, inlined)
+                if n - m.start() < self._tokens.longest and text[m.start():] in self._prefixes:
                     self.pieces.append(text[pos:m.start()])
                     return "more", m.start()
             elif m is None:
