@@ -172,6 +172,7 @@ def _tools_of(value: object) -> list[Any] | None:
 
 
 def _row_output(text: object, profile: Profile, tools: list[Any] | None) -> tuple[Any, ...]:
+    from .openai import tool_calls_from_result
     from .parse import parse
 
     body = _text_of(text)
@@ -179,9 +180,7 @@ def _row_output(text: object, profile: Profile, tools: list[Any] | None) -> tupl
         res = parse(body, profile, tools=tools)
     except (TypeError, ValueError, AutoparserError) as e:  # the parser rejected the tools
         raise RowError("tools", f"tools rejected: {e}") from None
-    calls = [{"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments_json}}
-             for c in res.tool_calls]
-    return (res.reasoning, res.content, json.dumps(calls, ensure_ascii=False),
+    return (res.reasoning, res.content, json.dumps(tool_calls_from_result(res), ensure_ascii=False),
             json.dumps([c.status for c in res.tool_calls]), res.finish,
             json.dumps([i.to_dict() for i in res.issues], ensure_ascii=False), None, None)
 

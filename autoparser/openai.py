@@ -57,6 +57,7 @@ __all__ = [
     "message_from_result",
     "sse",
     "sse_done",
+    "tool_calls_from_result",
 ]
 
 FinishReason = Literal["stop", "tool_calls", "length"]
@@ -90,11 +91,14 @@ def message_from_result(result: Result, *, reasoning_key: str = _DEFAULT_REASONI
     is what the wire carries; compare parsed JSON, not strings, against a stream whose argument
     fragments came from the model's own formatting.
     """
-    calls = [
-        {"id": tc.id, "type": "function", "function": {"name": tc.name, "arguments": tc.arguments_json}}
-        for tc in result.tool_calls
-    ]
-    return _message(result.reasoning, result.content, calls, reasoning_key)
+    return _message(result.reasoning, result.content, tool_calls_from_result(result), reasoning_key)
+
+
+def tool_calls_from_result(result: Result) -> list[dict[str, Any]]:
+    """The message's ``tool_calls`` list (OpenAI shape, arguments as JSON text): the one spelling
+    of a call on the wire, shared by messages, completions and batch output."""
+    return [{"id": tc.id, "type": "function", "function": {"name": tc.name, "arguments": tc.arguments_json}}
+            for tc in result.tool_calls]
 
 
 def finish_reason(result: Result) -> FinishReason:
