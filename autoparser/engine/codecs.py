@@ -27,7 +27,7 @@ from typing import Any, Literal, Protocol
 from ..profile import CodecSpec
 from . import values
 from .argstream import JsonArgStream
-from .markers import MarkerSet, Match
+from .markers import Kind, MarkerSet, Match
 from .scanner import BalancedScanner
 
 __all__ = ["ArgSource", "Body", "ParsedCall", "make_body"]
@@ -171,7 +171,7 @@ def _header_parts(pattern: str, slot: str, ends: str, extra_stops: tuple[str, ..
     if stops:
         alts.append("(?P<stop>" + "|".join(stops) + ")")
     suf_re = re.compile("|".join(alts)) if alts else re.compile(r"(?P<stop>\n)")
-    return lit, pre, suf_re, MarkerSet((m, "stop") for m in extra_stops if m)
+    return lit, pre, suf_re, MarkerSet((m, Kind.stop) for m in extra_stops if m)
 
 
 class _Header:
@@ -451,7 +451,7 @@ class NameJsonBody(Body):
         self.scanner: BalancedScanner | None = None
         self.argstream: JsonArgStream | None = None
         self.phase = "id_first" if self.id_first is not None else "header"
-        self._trailer = MarkerSet([(s.trailer.strip(_WS), "t")]) if s.trailer.strip(_WS) else None
+        self._trailer = MarkerSet([(s.trailer.strip(_WS), Kind.trailer)]) if s.trailer.strip(_WS) else None
 
     def feed(self, text: str, pos: int, final: bool) -> tuple[Status, int]:
         s = self.spec
@@ -610,7 +610,7 @@ def _param_parts(param: str) -> tuple[re.Pattern[str], str, str]:
 @lru_cache(maxsize=256)
 def _tagged_ends(trailer: str, stops: tuple[str, ...]) -> MarkerSet:
     """Where a tagged body ends (built once per shape: a body is made per call)."""
-    return MarkerSet([(trailer, "trailer")] * bool(trailer) + [(m, "stop") for m in stops])
+    return MarkerSet([(trailer, Kind.trailer)] * bool(trailer) + [(m, Kind.stop) for m in stops])
 
 
 @lru_cache(maxsize=256)
@@ -826,7 +826,7 @@ class TaggedBody(Body):
         elif self.streaming:
             self._stream(text[pos:m.start])
             self._stream_end(complete=True)
-        if m.kind == "trailer":
+        if m.kind is Kind.trailer:
             return self._finish_body(pos=m.end, complete=True)
         return self._finish_body(pos=m.start, complete=True)
 

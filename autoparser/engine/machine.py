@@ -31,6 +31,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any, Literal
 
 from ..errors import AutoparserError, OptionError, ParseError
@@ -49,10 +50,44 @@ from ..result import Issue, Result, ToolCall
 from . import values
 from .argstream import JsonArgStream
 from .codecs import ArgSource, Body, ParsedCall, make_body
-from .markers import MarkerSet, Match
+from .markers import Kind, MarkerSet, Match
 from .scanner import BalancedScanner
 
-__all__ = ["Parser"]
+__all__ = ["Mode", "Parser", "Spot"]
+
+
+class Mode(Enum):
+    """What the text being read is: the machine's state."""
+
+    __hash__ = object.__hash__  # identity, a C slot: as cheap as a str key (see markers.Kind)
+
+    content = "content"        # visible text
+    undecided = "undecided"    # reasoning="auto": reasoning or content, until a marker decides
+    reasoning = "reasoning"    # inside a reasoning block
+    defer = "defer"            # a call marker inside reasoning: held until the block closes or not
+    region = "region"          # tool calls (sub-state: ``Spot``)
+    skip = "skip"              # a rejected call's text, dropped up to its end marker
+    h_header = "h_header"      # Harmony: a message header
+    h_body = "h_body"          # Harmony: a message body (reasoning or content by its channel)
+    h_call = "h_call"          # Harmony: the JSON arguments of a message addressed to a function
+    h_after = "h_after"        # Harmony: after a call message, up to its end marker
+
+
+class Spot(Enum):
+    """Where in a tool-call region the text is."""
+
+    __hash__ = object.__hash__
+
+    between = "between"        # before a call (after the section marker, a separator, a call)
+    call = "call"              # inside one call body (a codec parses it)
+    after = "after"            # right after a call body: its end marker, the next call, the end
+
+
+# Enum member access is a metaclass lookup (slow on 3.11); the hot paths use these names.
+CONTENT, UNDECIDED, REASONING, DEFER = Mode.content, Mode.undecided, Mode.reasoning, Mode.defer
+REGION, SKIP = Mode.region, Mode.skip
+H_HEADER, H_BODY, H_CALL, H_AFTER = Mode.h_header, Mode.h_body, Mode.h_call, Mode.h_after
+BETWEEN, CALL, AFTER = Spot.between, Spot.call, Spot.after
 
 _WS = " \t\r\n"
 _MAX_HARMONY_HEADER = 1024
@@ -67,57 +102,57 @@ class _Compiled:
         r = p.reasoning
         t = p.tools
         h = p.messages
-        strip = [(m, "strip") for m in (*p.strip, *p.content_open, *p.content_close)]
-        openers: list[tuple[str, str]] = []
+        strip = [(m, Kind.strip) for m in (*p.strip, *p.content_open, *p.content_close)]
+        openers: list[tuple[str, Kind]] = []
         if t is not None:
-            openers += [(m, "section") for m in t.section_open]
+            openers += [(m, Kind.section) for m in t.section_open]
             if t.bare_calls or not t.section_open:
-                openers += [(m, "call") for m in t.call_open]
-        look = ([(m, "look") for m in t.lookahead_open if m not in t.lookahead_at_start]
+                openers += [(m, Kind.call) for m in t.call_open]
+        look = ([(m, Kind.look) for m in t.lookahead_open if m not in t.lookahead_at_start]
                 if t is not None else [])
-        look_start = [(m, "look") for m in t.lookahead_at_start] if t is not None else []
-        harmony: list[tuple[str, str]] = []
+        look_start = [(m, Kind.look) for m in t.lookahead_at_start] if t is not None else []
+        harmony: list[tuple[str, Kind]] = []
         if h is not None:
-            harmony = [(h.start, "h_start"), (h.channel, "h_channel")] + [(e, "strip") for e in h.ends]
-        r_open = [(m, "r_open") for m in r.open] if r else []
-        r_close = [(m, "r_close") for m in r.close] if r else []
+            harmony = [(h.start, Kind.h_start), (h.channel, Kind.h_channel)] + [(e, Kind.strip) for e in h.ends]
+        r_open = [(m, Kind.r_open) for m in r.open] if r else []
+        r_close = [(m, Kind.r_close) for m in r.close] if r else []
         base = strip + openers + look + harmony
         self.content_on = MarkerSet(base + r_open)
         self.content_off = MarkerSet(base)
         self.start_on = MarkerSet(base + r_open + look_start) if look_start else self.content_on
         self.start_off = MarkerSet(base + look_start) if look_start else self.content_off
         self.undecided = MarkerSet(base + r_open + r_close)
-        self.reasoning = MarkerSet(r_close + [(m, "strip") for m in (r.open if r else ())] + strip
+        self.reasoning = MarkerSet(r_close + [(m, Kind.strip) for m in (r.open if r else ())] + strip
                                    + openers)
-        r_open_strip = [(m, "strip") for m in (r.open if r else ())]
+        r_open_strip = [(m, Kind.strip) for m in (r.open if r else ())]
         self.reasoning_closed_only = MarkerSet(r_close + r_open_strip + strip)
         self.defer = MarkerSet(r_close)
         if t is not None:
-            self.body_stops = MarkerSet([(m, "c_close") for m in t.call_close]
-                                        + [(m, "s_close") for m in t.section_close])
+            self.body_stops = MarkerSet([(m, Kind.c_close) for m in t.call_close]
+                                        + [(m, Kind.s_close) for m in t.section_close])
             self.header_stops = tuple(t.section_open)
-            eot = [(m, "eot") for m in p.strip]
+            eot = [(m, Kind.eot) for m in p.strip]
             # right after a call nothing but calls has been written, so what may start the output
             # (a bare JSON call) may start the next call too
-            self.between = MarkerSet([(m, "s_close") for m in t.section_close]
-                                     + [(m, "s_open") for m in t.section_open] + eot
-                                     + [(m, "c_open") for m in t.call_open]
-                                     + [(m, "c_close") for m in t.call_close]
-                                     + [(m, "sep") for m in t.separators]
+            self.between = MarkerSet([(m, Kind.s_close) for m in t.section_close]
+                                     + [(m, Kind.s_open) for m in t.section_open] + eot
+                                     + [(m, Kind.c_open) for m in t.call_open]
+                                     + [(m, Kind.c_close) for m in t.call_close]
+                                     + [(m, Kind.sep) for m in t.separators]
                                      + look + look_start)
-            self.after = MarkerSet([(m, "c_close") for m in t.call_close]
-                                   + [(m, "s_close") for m in t.section_close]
-                                   + [(m, "s_open") for m in t.section_open] + eot
-                                   + [(m, "c_open") for m in t.call_open]
+            self.after = MarkerSet([(m, Kind.c_close) for m in t.call_close]
+                                   + [(m, Kind.s_close) for m in t.section_close]
+                                   + [(m, Kind.s_open) for m in t.section_open] + eot
+                                   + [(m, Kind.c_open) for m in t.call_open]
                                    + look + look_start)
-            self.skip_section = MarkerSet([(m, "end") for m in t.section_close])
-            self.skip_call = MarkerSet([(m, "end") for m in (*t.call_close, *t.section_close)])
+            self.skip_section = MarkerSet([(m, Kind.end) for m in t.section_close])
+            self.skip_call = MarkerSet([(m, Kind.end) for m in (*t.call_close, *t.section_close)])
         if h is not None:
-            self.h_header = MarkerSet([(h.message, "msg"), (h.start, "h_start"), (h.channel, "h_channel")]
-                                      + [(e, "end") for e in h.ends])
-            self.h_body = MarkerSet([(h.start, "h_start"), (h.channel, "h_channel")]
-                                    + [(e, "end") for e in h.ends] + strip)
-            self.h_after = MarkerSet([(e, "end") for e in h.ends])
+            self.h_header = MarkerSet([(h.message, Kind.msg), (h.start, Kind.h_start), (h.channel, Kind.h_channel)]
+                                      + [(e, Kind.end) for e in h.ends])
+            self.h_body = MarkerSet([(h.start, Kind.h_start), (h.channel, Kind.h_channel)]
+                                    + [(e, Kind.end) for e in h.ends] + strip)
+            self.h_after = MarkerSet([(e, Kind.end) for e in h.ends])
 
 
 def _compiled(p: Profile) -> _Compiled:
@@ -131,9 +166,9 @@ def _compiled(p: Profile) -> _Compiled:
 
 @dataclass
 class _Region:
-    via: str                    # "section" | "call" | "look"
+    via: Kind                   # section, call, look (a marker-less call), msg (a Harmony message)
     marker: str                 # the opening marker text ("" for lookahead)
-    state: str = "between"      # "between" | "call" | "after"
+    state: Spot = Spot.between  # where in the region the text is
     raw: list[str] = field(default_factory=list)
     raw_has_marker: bool = True
     body: Body | None = None
@@ -165,8 +200,6 @@ class _HarmonySource:
         return self.args.closing()
 
 
-Mode = Literal["content", "undecided", "reasoning", "defer", "region", "skip", "h_header", "h_body",
-               "h_call", "h_after"]
 
 
 class Parser:
@@ -196,7 +229,7 @@ class Parser:
             raise OptionError(f"reasoning={start!r}: this profile has no reasoning markers")
         self._reasoning_on = start != "off"
         self._mode: Mode = (
-            "reasoning" if start == "prefilled" else "undecided" if start == "auto" else "content")
+            REASONING if start == "prefilled" else UNDECIDED if start == "auto" else CONTENT)
         self._content_ms = self._c.content_on if self._reasoning_on else self._c.content_off
         self._start_ms = self._c.start_on if self._reasoning_on else self._c.start_off
         self._at_start = True   # nothing but whitespace emitted yet
@@ -217,7 +250,7 @@ class Parser:
         # the prompt ended inside a message header: output starts with the rest of it
         self._h_prompt_header = profile.messages is not None and profile.messages.header_open
         if self._h_prompt_header:
-            self._mode = "h_header"
+            self._mode = H_HEADER
         self._h_kind = ""
         self._h_blocks = 0
         self._h_scanner: BalancedScanner | None = None
@@ -227,9 +260,7 @@ class Parser:
         self._truncated = False
         self._unclosed_reported = False
         self._skip_ms = MarkerSet(())
-        self._handlers = {m: getattr(self, "_m_" + m) for m in (
-            "content", "undecided", "reasoning", "defer", "region", "skip", "h_header", "h_body",
-            "h_call", "h_after")}
+        self._handlers = {m: getattr(self, "_m_" + m.value) for m in Mode}
 
     # -- public API ----------------------------------------------------------------------------
     def feed(self, text: str, special: bool = False) -> list[Event]:
@@ -277,7 +308,7 @@ class Parser:
         base = self._pos
         i = 0
         # the common case first: plain content with no marker character at all
-        if (self._mode == "content" and not final and not self._at_start
+        if (self._mode is CONTENT and not final and not self._at_start
                 and not self._content_ms.could_start(w)):
             self._emit_content(w)
             self._pos += len(w)
@@ -289,7 +320,7 @@ class Parser:
                 break  # nothing left to decide on: every handler would wait for more text
             mode = self._mode
             rg = self._region
-            rstate = rg.state if rg is not None else ""
+            rstate = rg.state if rg is not None else None
             body = rg.body if rg is not None else None
             j = handlers[mode](w, i, final)
             if self._push is not None:
@@ -307,10 +338,6 @@ class Parser:
             i = j
         self._carry = w[i:]
         self._pos = base + i
-
-    def _state(self) -> tuple[str, str, int]:
-        rg = self._region
-        return (self._mode, rg.state, id(rg.body)) if rg is not None else (self._mode, "", 0)
 
     def _at(self, i: int) -> int:
         return self._pos + i
@@ -351,7 +378,7 @@ class Parser:
             if m0 is True and not final:
                 self._emit_content(w[i:k])
                 return k
-            if isinstance(m0, Match) and m0.kind == "strip":
+            if isinstance(m0, Match) and m0.kind is Kind.strip:
                 # a stripped marker writes nothing: the output has still not started
                 self._emit_content(w[i:k])
                 return m0.end
@@ -369,16 +396,16 @@ class Parser:
 
     def _dispatch(self, m: Match, w: str, final: bool) -> int:
         k = m.kind
-        if k == "strip":
+        if k is Kind.strip:
             return m.end
-        if k == "r_open":
+        if k is Kind.r_open:
             self._open_reasoning()
             return m.end
-        if k in ("section", "call", "look"):
+        if k is Kind.section or k is Kind.call or k is Kind.look:
             return self._enter_region(k, m)
-        if k in ("h_start", "h_channel"):
+        if k is Kind.h_start or k is Kind.h_channel:
             self._h_header = []
-            self._mode = "h_header"
+            self._mode = H_HEADER
             return m.end
         raise AssertionError(k)  # pragma: no cover - the content marker set has no other kinds
 
@@ -387,7 +414,7 @@ class Parser:
         if r is not None and r.join and self._reasoning and self._r_blocks:
             self._emit_reasoning(r.join)
         self._r_blocks += 1
-        self._mode = "reasoning"
+        self._mode = REASONING
 
     def _m_undecided(self, w: str, i: int, final: bool) -> int:
         m, safe = self._c.undecided.scan(w, i, final)
@@ -395,18 +422,18 @@ class Parser:
             self._held.append(w[i:safe])
             if final:
                 self._flush_held(as_reasoning=False)
-                self._mode = "content"
+                self._mode = CONTENT
             return safe
         self._held.append(w[i:m.start])
-        if m.kind == "strip":
+        if m.kind is Kind.strip:
             return m.end
-        if m.kind == "r_close":
+        if m.kind is Kind.r_close:
             self._flush_held(as_reasoning=True)
             self._r_blocks += 1
-            self._mode = "content"
+            self._mode = CONTENT
             return m.end
         self._flush_held(as_reasoning=False)
-        self._mode = "content"
+        self._mode = CONTENT
         return m.start
 
     def _flush_held(self, as_reasoning: bool) -> None:
@@ -425,19 +452,19 @@ class Parser:
             self._emit_reasoning(w[i:safe])
             return safe
         self._emit_reasoning(w[i:m.start])
-        if m.kind == "r_close":
-            self._mode = "content"
+        if m.kind is Kind.r_close:
+            self._mode = CONTENT
             return m.end
-        if m.kind == "strip":
+        if m.kind is Kind.strip:
             return m.end
         # a tool-call marker inside an open reasoning block
         if pol == "raise":
             self._issue("call_in_reasoning", "tool-call marker inside reasoning", self._at(m.start), "raise")
         if pol == "call":
             self._issue("call_in_reasoning", "tool-call marker ended the reasoning block", self._at(m.start))
-            self._mode = "content"
+            self._mode = CONTENT
             return m.start
-        self._mode = "defer"
+        self._mode = DEFER
         self._held = [m.marker]
         return m.end
 
@@ -449,61 +476,61 @@ class Parser:
         self._held.append(w[i:m.start])
         # the block closed: what looked like a call was part of the reasoning
         self._flush_held(as_reasoning=True)
-        self._mode = "content"
+        self._mode = CONTENT
         return m.end
 
     def _end_of_stream(self) -> str | None:
         """End-of-stream rules for the mode the text ended in; may return text to read again."""
         mode = self._mode
-        if mode == "defer":
+        if mode is DEFER:
             text = "".join(self._held)
             self._held = []
-            self._mode = "content"
+            self._mode = CONTENT
             self._issue("call_in_reasoning", "the reasoning block never closed; the tool call in it "
                         "ended it", self._pos)
             return text
-        if mode == "reasoning":
+        if mode is REASONING:
             if not self._unclosed_reported:
                 self._unclosed_reported = True
                 self._truncated = True
                 self._issue("unclosed_reasoning", "the output ended inside a reasoning block", self._pos,
                             "raise" if self.policy.unclosed_reasoning == "raise" else "")
             return None
-        if mode == "undecided":
+        if mode is UNDECIDED:
             self._flush_held(as_reasoning=False)
-            self._mode = "content"
+            self._mode = CONTENT
             return None
-        if mode in ("h_header", "h_call", "h_after", "h_body"):
-            self._mode = "content"
+        if mode is H_HEADER or mode is H_CALL or mode is H_AFTER or mode is H_BODY:
+            self._mode = CONTENT
             return None
-        if mode in ("region", "skip"):  # pragma: no cover - handlers finish regions at final
+        if mode is REGION or mode is SKIP:  # pragma: no cover - handlers finish regions at final
             self._region = None
-            self._mode = "content"
+            self._mode = CONTENT
         return None
 
     # -- tool-call regions ------------------------------------------------------------------------
-    def _enter_region(self, kind: str, m: Match) -> int:
+    def _enter_region(self, kind: Kind, m: Match) -> int:
         t = self.profile.tools
         assert t is not None
-        if kind == "look":
-            rg = _Region("look", "", state="call", raw_has_marker=False,
+        if kind is Kind.look:
+            rg = _Region(Kind.look, "", state=CALL, raw_has_marker=False,
                          known_only=m.marker in t.lookahead_known_only)
             self._region = rg
-            self._mode = "region"
+            self._mode = REGION
             return m.start
-        rg = _Region(kind, m.marker, state="between" if kind == "section" else "call")
+        rg = _Region(kind, m.marker, state=BETWEEN if kind is Kind.section else CALL)
         rg.raw.append(m.marker)
-        rg.call_open_used = kind == "call"
+        rg.call_open_used = kind is Kind.call
         self._region = rg
-        self._mode = "region"
+        self._mode = REGION
         return m.end
 
     def _m_region(self, w: str, i: int, final: bool) -> int:
         rg = self._region
         assert rg is not None
-        if rg.state == "between":
+        if rg.state is BETWEEN:
             return self._region_between(rg, w, i, final)
-        if rg.state == "call":
+        if rg.state is CALL:
             return self._region_call(rg, w, i, final)
         return self._region_after(rg, w, i, final)
 
@@ -518,7 +545,7 @@ class Parser:
 
     def _end_region(self) -> None:
         self._region = None
-        self._mode = "content"
+        self._mode = CONTENT
 
     def _region_between(self, rg: _Region, w: str, i: int, final: bool) -> int:
         t = self.profile.tools
@@ -526,9 +553,9 @@ class Parser:
         k = self._skip_ws(rg, w, i)
         if k == len(w):
             if final:
-                if rg.via == "section" and t.section_close and rg.emitted:
+                if rg.via is Kind.section and t.section_close and rg.emitted:
                     self._issue("missing_end_marker", "tool-call section was not closed", self._at(k))
-                if not rg.emitted and rg.via == "section":
+                if not rg.emitted and rg.via is Kind.section:
                     return self._reject(rg, w, k, truncated=True, reason="tool-call section is empty")
                 self._end_region()
             return k
@@ -536,31 +563,31 @@ class Parser:
         if r is True and not final:
             return k
         if isinstance(r, Match):
-            if r.kind in ("s_open", "eot"):  # the turn (or a new section) begins: this one is over
-                if r.kind == "eot" and not rg.emitted:
+            if r.kind is Kind.s_open or r.kind is Kind.eot:  # the turn (or a new section) begins: this one is over
+                if r.kind is Kind.eot and not rg.emitted:
                     return self._reject(rg, w, k, truncated=True, reason="tool-call marker at the end of the turn")
                 self._end_region()
                 return k
             rg.raw.append(r.marker)
-            if r.kind == "s_close":
+            if r.kind is Kind.s_close:
                 if not rg.emitted:
                     return self._reject(rg, w, r.end, truncated=False, reason="tool-call section has no call")
                 self._end_region()
                 return r.end
-            if r.kind == "c_open":
-                rg.state = "call"
+            if r.kind is Kind.c_open:
+                rg.state = CALL
                 rg.call_open_used = True
                 return r.end
-            if r.kind == "look":
+            if r.kind is Kind.look:
                 rg.raw.pop()
-                rg.state = "call"
+                rg.state = CALL
                 rg.known_only = r.marker in t.lookahead_known_only
                 return k
             return r.end  # separators, stray call-close markers
         kind = t.codec.kind
-        if t.call_open and not (rg.via == "section" and kind in ("json", "pythonic")
+        if t.call_open and not (rg.via is Kind.section and kind in ("json", "pythonic")
                                 and w[k] in "{["):
-            if rg.via == "section" and t.section_close:
+            if rg.via is Kind.section and t.section_close:
                 return self._reject(rg, w, k, truncated=False, reason="text inside a tool-call section")
             self._end_region()
             return k
@@ -569,7 +596,7 @@ class Parser:
                 self._end_region()
                 return k
             return self._reject(rg, w, k, truncated=False, reason="tool-call marker not followed by a call")
-        rg.state = "call"
+        rg.state = CALL
         return k
 
     def _region_call(self, rg: _Region, w: str, i: int, final: bool) -> int:
@@ -589,7 +616,7 @@ class Parser:
                                 self._c.header_stops,
                                 # marker-less calls stream only once complete: until then the
                                 # text may still be content
-                                streaming=self._stream and rg.via != "look")
+                                streaming=self._stream and rg.via is not Kind.look)
         body = rg.body
         st, j = body.feed(w, i, final)
         if j > i:
@@ -604,7 +631,7 @@ class Parser:
             return self._reject(rg, w, j, truncated=body.truncated, reason=body.reason)
         self._emit_calls(rg, body.calls, self._at(j))
         rg.body = None
-        rg.state = "after"
+        rg.state = AFTER
         return j
 
     def _region_after(self, rg: _Region, w: str, i: int, final: bool) -> int:
@@ -613,7 +640,7 @@ class Parser:
         k = self._skip_ws(rg, w, i)
         if k == len(w):
             if final:
-                if (rg.call_open_used and t.call_close) or (rg.via == "section" and t.section_close):
+                if (rg.call_open_used and t.call_close) or (rg.via is Kind.section and t.section_close):
                     self._issue("missing_end_marker", "tool call was not closed; recovered it at the end "
                                 "of the output", self._at(k))
                 self._end_region()
@@ -622,41 +649,41 @@ class Parser:
         if r is True and not final:
             return k
         if isinstance(r, Match):
-            if r.kind == "c_close":
-                if rg.via == "section":
-                    rg.state = "between"
+            if r.kind is Kind.c_close:
+                if rg.via is Kind.section:
+                    rg.state = BETWEEN
                     rg.raw = []
                     return r.end
                 # an orphan section close right after a bare call belongs to it too
                 self._end_region()
                 return r.end
-            if r.kind == "s_close":
+            if r.kind is Kind.s_close:
                 if rg.call_open_used and t.call_close:
                     self._issue("missing_end_marker", "tool call was not closed before the section end",
                                 self._at(k))
                 self._end_region()
                 return r.end
-            if r.kind in ("s_open", "eot"):
-                if r.kind == "eot" and rg.call_open_used and t.call_close:
+            if r.kind is Kind.s_open or r.kind is Kind.eot:
+                if r.kind is Kind.eot and rg.call_open_used and t.call_close:
                     self._issue("missing_end_marker", "tool call was not closed before the end of the turn",
                                 self._at(k))
                 self._end_region()
                 return k
-            if r.kind == "look":
-                rg.state = "call"
+            if r.kind is Kind.look:
+                rg.state = CALL
                 rg.known_only = r.marker in t.lookahead_known_only
                 return k
             # the next call starts without this one being closed
             if t.call_close:
                 self._issue("missing_end_marker", "tool call was not closed before the next one",
                             self._at(k))
-            if rg.via == "section":
-                rg.state = "between"
+            if rg.via is Kind.section:
+                rg.state = BETWEEN
                 return k
             self._end_region()
             return k
-        if rg.via == "section":
-            rg.state = "between"
+        if rg.via is Kind.section:
+            rg.state = BETWEEN
             return k
         if rg.call_open_used and t.call_close:
             self._issue("missing_end_marker", "tool call was not closed; text follows it", self._at(k))
@@ -747,14 +774,14 @@ class Parser:
                     self._at(j))
         raw = "".join(rg.raw)
         self._region = None
-        self._mode = "content"
+        self._mode = CONTENT
         if recovery == "drop":
-            closes = t.section_close if rg.via == "section" else t.call_close or t.section_close
+            closes = t.section_close if rg.via is Kind.section else t.call_close or t.section_close
             if not truncated and closes:
-                self._mode = "skip"
-                self._skip_ms = self._c.skip_section if rg.via == "section" else self._c.skip_call
+                self._mode = SKIP
+                self._skip_ms = self._c.skip_section if rg.via is Kind.section else self._c.skip_call
             return j
-        if rg.via == "look" and not rg.emitted:
+        if rg.via is Kind.look and not rg.emitted:
             # the lookahead marker was not a call: its first character is content, read on after it
             if not raw:
                 self._emit_content(w[j:j + 1])
@@ -780,9 +807,9 @@ class Parser:
         m, safe = self._skip_ms.scan(w, i, final)
         if m is None:
             if final:
-                self._mode = "content"
+                self._mode = CONTENT
             return safe
-        self._mode = "content"
+        self._mode = CONTENT
         return m.end
 
     def _emit_calls(self, rg: _Region, calls: list[ParsedCall], pos: int) -> None:
@@ -866,11 +893,11 @@ class Parser:
             self._h_prompt_header = False
             text = "".join(self._h_header)
             self._h_header = []
-            self._mode = "content"
+            self._mode = CONTENT
             self._emit_content(text)
             return
         self._issue("invalid_header", "message header never reached its message marker", pos)
-        self._mode = "content"
+        self._mode = CONTENT
 
     def _m_h_header(self, w: str, i: int, final: bool) -> int:
         h = self.profile.messages
@@ -882,7 +909,7 @@ class Parser:
                 self._abandon_header(self._at(safe))
             return safe
         self._h_header.append(w[i:m.start])
-        if m.kind == "h_channel":
+        if m.kind is Kind.h_channel:
             text = "".join(self._h_header)
             if self._h_prompt_header and text.strip(_WS) and h.recipient_prefix not in text:
                 # the prompt opened a header, but this is prose before the first real one
@@ -891,19 +918,19 @@ class Parser:
             self._h_prompt_header = False
             self._h_header.append(" ")
             return m.end
-        if m.kind != "msg":
+        if m.kind is not Kind.msg:
             if self._h_prompt_header:
                 self._abandon_header(self._at(m.start))
                 return m.start
-            self._mode = "content"
-            return m.start if m.kind == "h_start" else m.end
+            self._mode = CONTENT
+            return m.start if m.kind is Kind.h_start else m.end
         header = "".join(self._h_header)
         self._h_prompt_header = False
         rm = re.search(re.escape(h.recipient_prefix) + r"([^\s<>|]+)", header)
         if rm:
             self._h_name = rm.group(1)
             self._h_scanner = None
-            self._mode = "h_call"
+            self._mode = H_CALL
             return m.end
         words = re.findall(r"[^\s<>|]+", header)
         if any(c in words for c in h.reasoning_channels):
@@ -915,7 +942,7 @@ class Parser:
             if self._h_blocks and self._content and h.join:
                 self._emit_content(h.join)
             self._h_blocks += 1
-        self._mode = "h_body"
+        self._mode = H_BODY
         return m.end
 
     def _m_h_body(self, w: str, i: int, final: bool) -> int:
@@ -925,10 +952,10 @@ class Parser:
             emit(w[i:safe])
             return safe
         emit(w[i:m.start])
-        if m.kind == "strip":
+        if m.kind is Kind.strip:
             return m.end
-        self._mode = "content"
-        return m.end if m.kind == "end" else m.start
+        self._mode = CONTENT
+        return m.end if m.kind is Kind.end else m.start
 
     def _m_h_call(self, w: str, i: int, final: bool) -> int:
         if self._h_scanner is None:
@@ -939,16 +966,16 @@ class Parser:
                 if final:
                     self._truncated = True
                     self._issue("truncated_call", f"{self._h_name}: no arguments", self._at(k))
-                    self._mode = "content"
+                    self._mode = CONTENT
                 return k
             if w[k] != "{":
                 self._issue("invalid_call", f"{self._h_name}: arguments are not JSON", self._at(k))
-                self._mode = "h_after"
+                self._mode = H_AFTER
                 return k
             self._h_scanner = BalancedScanner("{[", (('"', '"', True),), self._c.h_after)
             self._h_region = None
             if self._stream:
-                self._h_region = _Region("harmony", "")
+                self._h_region = _Region(Kind.msg, "")
                 self._h_src = _HarmonySource(self._h_name)
             i = k
         sc = self._h_scanner
@@ -966,7 +993,7 @@ class Parser:
                     return self._end_started(hrg, self._h_src, j)
                 self._truncated = True
                 self._issue("truncated_call", f"{self._h_name}: arguments cut off; dropped", self._at(j))
-                self._mode = "content"
+                self._mode = CONTENT
             return j
         bounded = sc.bounded(st)
         raw, repaired = bounded if bounded is not None else ("", False)
@@ -980,16 +1007,16 @@ class Parser:
                 self._h_src.reason = "arguments are not a JSON object"
                 self._h_scanner = None
                 self._end_started(hrg, self._h_src, j)
-                self._mode = "h_after"
+                self._mode = H_AFTER
                 return j
             self._end_streamed(hrg, ParsedCall(self._h_name, args, None, status), self._at(j), self._h_src)
         elif not isinstance(args, dict):
             self._issue("invalid_call", f"{self._h_name}: arguments are not a JSON object", self._at(j))
         else:
-            rg = _Region("harmony", "")
+            rg = _Region(Kind.msg, "")
             self._emit_calls(rg, [ParsedCall(self._h_name, args, None, status)], self._at(j))
         self._h_scanner = None
-        self._mode = "h_after"
+        self._mode = H_AFTER
         return j
 
     def _m_h_after(self, w: str, i: int, final: bool) -> int:
@@ -998,11 +1025,11 @@ class Parser:
             k += 1
         if k == len(w):
             if final:
-                self._mode = "content"
+                self._mode = CONTENT
             return k
         r = self._c.h_after.match_at(w, k, final)
         if r is True and not final:
             return i
-        self._mode = "content"
+        self._mode = CONTENT
         return r.end if isinstance(r, Match) else k
 

@@ -11,8 +11,38 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from enum import Enum
 
-__all__ = ["MarkerSet", "Match"]
+__all__ = ["Kind", "MarkerSet", "Match"]
+
+
+class Kind(Enum):
+    """What a marker means to whoever searches for it: the machine's transition table
+    (``machine.TRANSITIONS``) is keyed by these, codecs and the scanner use the last three."""
+
+    # members are singletons compared with ``is``: hash by identity (a C slot, as cheap as a str;
+    # Enum's own ``__hash__`` is a Python function, too slow for the per-marker table lookups)
+    __hash__ = object.__hash__
+
+    strip = "strip"          # writes nothing (content wrappers, end-of-turn tokens outside calls)
+    r_open = "r_open"        # a reasoning block opens
+    r_close = "r_close"      # a reasoning block closes
+    section = "section"      # a tool-call section opens (in content)
+    call = "call"            # a tool call opens with no section around it (in content)
+    look = "look"            # text that may start a marker-less call (read again as its body)
+    h_start = "h_start"      # Harmony: a message starts (its header follows)
+    h_channel = "h_channel"  # Harmony: the channel part of a header
+    msg = "msg"              # Harmony: the header ends, the message body follows
+    end = "end"              # the end of what is being skipped / of a Harmony message
+    c_open = "c_open"        # inside a section: the next call opens
+    c_close = "c_close"      # a call closes
+    s_open = "s_open"        # a new section opens (the one being read is over)
+    s_close = "s_close"      # a section closes
+    sep = "sep"              # a separator between calls
+    eot = "eot"              # the end of the turn
+    stop = "stop"            # codecs, scanner: an end marker that bounds a call body
+    trailer = "trailer"      # codecs: the text that ends a call after its arguments
+    string = "string"        # scanner: a string opens
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,7 +50,7 @@ class Match:
     start: int
     end: int
     marker: str
-    kind: str
+    kind: Kind
 
 
 class MarkerSet:
@@ -28,8 +58,8 @@ class MarkerSet:
 
     __slots__ = ("_first", "_kinds", "_max", "_prefixes", "_re", "markers")
 
-    def __init__(self, pairs: Iterable[tuple[str, str]]) -> None:
-        kinds: dict[str, str] = {}
+    def __init__(self, pairs: Iterable[tuple[str, Kind]]) -> None:
+        kinds: dict[str, Kind] = {}
         for marker, kind in pairs:
             if marker and marker not in kinds:
                 kinds[marker] = kind

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import Literal
 
-from .markers import MarkerSet
+from .markers import Kind, MarkerSet
 
 __all__ = ["BalancedScanner", "ScanStatus"]
 
@@ -35,7 +35,7 @@ def _compiled(brackets: str, strings: tuple[tuple[str, str, bool], ...],
               stops: tuple[str, ...]) -> _Compiled:
     """Regexes and marker sets for one scanner shape, built once (a scanner is made per call)."""
     closers = "".join(c for c, o in _PAIRS.items() if o in brackets)
-    tokens = MarkerSet([(s[0], "string") for s in strings] + [(m, "stop") for m in stops])
+    tokens = MarkerSet([(s[0], Kind.string) for s in strings] + [(m, Kind.stop) for m in stops])
     alts = [re.escape(s[0]) for s in sorted(strings, key=lambda s: -len(s[0]))]
     alts += [re.escape(m) for m in stops]
     alts.append("[" + re.escape(brackets + closers) + "]")
