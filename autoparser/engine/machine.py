@@ -31,7 +31,6 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from enum import Enum
 from typing import Any, Literal
 
 from ..errors import AutoparserError, OptionError, ParseError
@@ -52,35 +51,9 @@ from .argstream import JsonArgStream
 from .codecs import ArgSource, Body, ParsedCall, make_body
 from .markers import Kind, MarkerSet, Match
 from .scanner import BalancedScanner
+from .states import AT_END, IN_REGION, TRANSITIONS, Act, Mode, Spot, Step
 
-__all__ = ["Mode", "Parser", "Spot"]
-
-
-class Mode(Enum):
-    """What the text being read is: the machine's state."""
-
-    __hash__ = object.__hash__  # identity, a C slot: as cheap as a str key (see markers.Kind)
-
-    content = "content"        # visible text
-    undecided = "undecided"    # reasoning="auto": reasoning or content, until a marker decides
-    reasoning = "reasoning"    # inside a reasoning block
-    defer = "defer"            # a call marker inside reasoning: held until the block closes or not
-    region = "region"          # tool calls (sub-state: ``Spot``)
-    skip = "skip"              # a rejected call's text, dropped up to its end marker
-    h_header = "h_header"      # Harmony: a message header
-    h_body = "h_body"          # Harmony: a message body (reasoning or content by its channel)
-    h_call = "h_call"          # Harmony: the JSON arguments of a message addressed to a function
-    h_after = "h_after"        # Harmony: after a call message, up to its end marker
-
-
-class Spot(Enum):
-    """Where in a tool-call region the text is."""
-
-    __hash__ = object.__hash__
-
-    between = "between"        # before a call (after the section marker, a separator, a call)
-    call = "call"              # inside one call body (a codec parses it)
-    after = "after"            # right after a call body: its end marker, the next call, the end
+__all__ = ["Parser"]
 
 
 # Enum member access is a metaclass lookup (slow on 3.11); the hot paths use these names.
@@ -88,6 +61,11 @@ CONTENT, UNDECIDED, REASONING, DEFER = Mode.content, Mode.undecided, Mode.reason
 REGION, SKIP = Mode.region, Mode.skip
 H_HEADER, H_BODY, H_CALL, H_AFTER = Mode.h_header, Mode.h_body, Mode.h_call, Mode.h_after
 BETWEEN, CALL, AFTER = Spot.between, Spot.call, Spot.after
+_NONE = Act.none
+# the rows of the transition table each handler consults
+_ON_CONTENT, _ON_UNDECIDED, _ON_REASONING = TRANSITIONS[CONTENT], TRANSITIONS[UNDECIDED], TRANSITIONS[REASONING]
+_ON_DEFER, _ON_SKIP = TRANSITIONS[DEFER], TRANSITIONS[SKIP]
+_IN_BETWEEN, _IN_AFTER = IN_REGION[BETWEEN], IN_REGION[AFTER]
 
 _WS = " \t\r\n"
 _MAX_HARMONY_HEADER = 1024
@@ -395,46 +373,46 @@ class Parser:
         return self._dispatch(m, w, final)
 
     def _dispatch(self, m: Match, w: str, final: bool) -> int:
-        k = m.kind
-        if k is Kind.strip:
-            return m.end
-        if k is Kind.r_open:
-            self._open_reasoning()
-            return m.end
-        if k is Kind.section or k is Kind.call or k is Kind.look:
-            return self._enter_region(k, m)
-        if k is Kind.h_start or k is Kind.h_channel:
-            self._h_header = []
-            self._mode = H_HEADER
-            return m.end
-        raise AssertionError(k)  # pragma: no cover - the content marker set has no other kinds
+        return self._take(_ON_CONTENT[m.kind], m)
+
+    def _take(self, step: Step, m: Match) -> int:
+        """Do what the table says a marker does: the step's act, then its next mode; the index the
+        next mode reads on from (after the marker, or at it if the next mode reads it again)."""
+        act = step.act
+        if act is not _NONE:
+            if act is Act.open_reasoning:
+                self._open_reasoning()
+            elif act is Act.region:
+                self._enter_region(m.kind, m)
+            elif act is Act.header:
+                self._h_header = []
+            elif act is Act.prompt_block:
+                self._flush_held(as_reasoning=True)
+                self._r_blocks += 1
+            elif act is Act.held_content:
+                self._flush_held(as_reasoning=False)
+            elif act is Act.held_reasoning:
+                self._flush_held(as_reasoning=True)
+            else:  # pragma: no cover - the handlers decide the other acts themselves
+                raise AssertionError(act)
+        self._mode = step.then
+        return m.end if step.eat else m.start
 
     def _open_reasoning(self) -> None:
         r = self.profile.reasoning
         if r is not None and r.join and self._reasoning and self._r_blocks:
             self._emit_reasoning(r.join)
         self._r_blocks += 1
-        self._mode = REASONING
 
     def _m_undecided(self, w: str, i: int, final: bool) -> int:
         m, safe = self._c.undecided.scan(w, i, final)
         if m is None:
             self._held.append(w[i:safe])
             if final:
-                self._flush_held(as_reasoning=False)
-                self._mode = CONTENT
+                self._end_step(AT_END[UNDECIDED])
             return safe
         self._held.append(w[i:m.start])
-        if m.kind is Kind.strip:
-            return m.end
-        if m.kind is Kind.r_close:
-            self._flush_held(as_reasoning=True)
-            self._r_blocks += 1
-            self._mode = CONTENT
-            return m.end
-        self._flush_held(as_reasoning=False)
-        self._mode = CONTENT
-        return m.start
+        return self._take(_ON_UNDECIDED[m.kind], m)
 
     def _flush_held(self, as_reasoning: bool) -> None:
         text = "".join(self._held)
@@ -452,19 +430,17 @@ class Parser:
             self._emit_reasoning(w[i:safe])
             return safe
         self._emit_reasoning(w[i:m.start])
-        if m.kind is Kind.r_close:
-            self._mode = CONTENT
-            return m.end
-        if m.kind is Kind.strip:
-            return m.end
+        step = _ON_REASONING[m.kind]
+        if step.act is not Act.call_in_reasoning:
+            return self._take(step, m)
         # a tool-call marker inside an open reasoning block
         if pol == "raise":
             self._issue("call_in_reasoning", "tool-call marker inside reasoning", self._at(m.start), "raise")
-        if pol == "call":
+        if pol == "call":  # the step's alternative: the marker ends the block and is read again
             self._issue("call_in_reasoning", "tool-call marker ended the reasoning block", self._at(m.start))
             self._mode = CONTENT
             return m.start
-        self._mode = DEFER
+        self._mode = step.then
         self._held = [m.marker]
         return m.end
 
@@ -475,55 +451,48 @@ class Parser:
             return safe
         self._held.append(w[i:m.start])
         # the block closed: what looked like a call was part of the reasoning
-        self._flush_held(as_reasoning=True)
-        self._mode = CONTENT
-        return m.end
+        return self._take(_ON_DEFER[m.kind], m)
 
     def _end_of_stream(self) -> str | None:
-        """End-of-stream rules for the mode the text ended in; may return text to read again."""
-        mode = self._mode
-        if mode is DEFER:
+        """End-of-stream rules for the mode the text ended in (``AT_END``); may return text to
+        read again."""
+        return self._end_step(AT_END[self._mode])
+
+    def _end_step(self, step: Step) -> str | None:
+        act = step.act
+        if act is Act.reread_held:
             text = "".join(self._held)
             self._held = []
-            self._mode = CONTENT
+            self._mode = step.then
             self._issue("call_in_reasoning", "the reasoning block never closed; the tool call in it "
                         "ended it", self._pos)
             return text
-        if mode is REASONING:
+        if act is Act.unclosed:
             if not self._unclosed_reported:
                 self._unclosed_reported = True
                 self._truncated = True
                 self._issue("unclosed_reasoning", "the output ended inside a reasoning block", self._pos,
                             "raise" if self.policy.unclosed_reasoning == "raise" else "")
             return None
-        if mode is UNDECIDED:
+        if act is Act.held_content:
             self._flush_held(as_reasoning=False)
-            self._mode = CONTENT
-            return None
-        if mode is H_HEADER or mode is H_CALL or mode is H_AFTER or mode is H_BODY:
-            self._mode = CONTENT
-            return None
-        if mode is REGION or mode is SKIP:  # pragma: no cover - handlers finish regions at final
+        elif act is Act.need_call:  # pragma: no cover - the region handlers finish at final
             self._region = None
-            self._mode = CONTENT
+        self._mode = step.then
         return None
 
     # -- tool-call regions ------------------------------------------------------------------------
-    def _enter_region(self, kind: Kind, m: Match) -> int:
+    def _enter_region(self, kind: Kind, m: Match) -> None:
         t = self.profile.tools
         assert t is not None
         if kind is Kind.look:
-            rg = _Region(Kind.look, "", state=CALL, raw_has_marker=False,
-                         known_only=m.marker in t.lookahead_known_only)
-            self._region = rg
-            self._mode = REGION
-            return m.start
+            self._region = _Region(Kind.look, "", state=CALL, raw_has_marker=False,
+                                   known_only=m.marker in t.lookahead_known_only)
+            return
         rg = _Region(kind, m.marker, state=BETWEEN if kind is Kind.section else CALL)
         rg.raw.append(m.marker)
         rg.call_open_used = kind is Kind.call
         self._region = rg
-        self._mode = REGION
-        return m.end
 
     def _m_region(self, w: str, i: int, final: bool) -> int:
         rg = self._region
@@ -563,27 +532,24 @@ class Parser:
         if r is True and not final:
             return k
         if isinstance(r, Match):
-            if r.kind is Kind.s_open or r.kind is Kind.eot:  # the turn (or a new section) begins: this one is over
-                if r.kind is Kind.eot and not rg.emitted:
+            step = _IN_BETWEEN[r.kind]
+            act = step.act
+            if step.eat:
+                rg.raw.append(r.marker)
+            if act is Act.need_call and not rg.emitted:
+                if r.kind is Kind.eot:
                     return self._reject(rg, w, k, truncated=True, reason="tool-call marker at the end of the turn")
+                return self._reject(rg, w, r.end, truncated=False, reason="tool-call section has no call")
+            then = step.then
+            if then is CONTENT:  # the turn (or a new section) begins, or the section ends
                 self._end_region()
-                return k
-            rg.raw.append(r.marker)
-            if r.kind is Kind.s_close:
-                if not rg.emitted:
-                    return self._reject(rg, w, r.end, truncated=False, reason="tool-call section has no call")
-                self._end_region()
-                return r.end
-            if r.kind is Kind.c_open:
-                rg.state = CALL
-                rg.call_open_used = True
-                return r.end
-            if r.kind is Kind.look:
-                rg.raw.pop()
-                rg.state = CALL
-                rg.known_only = r.marker in t.lookahead_known_only
-                return k
-            return r.end  # separators, stray call-close markers
+            elif isinstance(then, Spot):
+                rg.state = then
+                if act is Act.call_open:
+                    rg.call_open_used = True
+                elif act is Act.look:
+                    rg.known_only = r.marker in t.lookahead_known_only
+            return r.end if step.eat else k
         kind = t.codec.kind
         if t.call_open and not (rg.via is Kind.section and kind in ("json", "pythonic")
                                 and w[k] in "{["):
@@ -649,39 +615,28 @@ class Parser:
         if r is True and not final:
             return k
         if isinstance(r, Match):
-            if r.kind is Kind.c_close:
-                if rg.via is Kind.section:
-                    rg.state = BETWEEN
-                    rg.raw = []
-                    return r.end
-                # an orphan section close right after a bare call belongs to it too
-                self._end_region()
-                return r.end
-            if r.kind is Kind.s_close:
+            step = _IN_AFTER[r.kind]
+            act = step.act
+            then = step.then
+            if act is Act.check_closed:
                 if rg.call_open_used and t.call_close:
-                    self._issue("missing_end_marker", "tool call was not closed before the section end",
+                    where = "the section end" if r.kind is Kind.s_close else "the end of the turn"
+                    self._issue("missing_end_marker", f"tool call was not closed before {where}", self._at(k))
+            elif act is Act.close_call or act is Act.next_call:
+                if act is Act.next_call and t.call_close:
+                    self._issue("missing_end_marker", "tool call was not closed before the next one",
                                 self._at(k))
+                if rg.via is not Kind.section:
+                    then = CONTENT  # the step's alternative: a call outside a section is the region
+                elif act is Act.close_call:
+                    rg.raw = []
+            if then is CONTENT:
                 self._end_region()
-                return r.end
-            if r.kind is Kind.s_open or r.kind is Kind.eot:
-                if r.kind is Kind.eot and rg.call_open_used and t.call_close:
-                    self._issue("missing_end_marker", "tool call was not closed before the end of the turn",
-                                self._at(k))
-                self._end_region()
-                return k
-            if r.kind is Kind.look:
-                rg.state = CALL
-                rg.known_only = r.marker in t.lookahead_known_only
-                return k
-            # the next call starts without this one being closed
-            if t.call_close:
-                self._issue("missing_end_marker", "tool call was not closed before the next one",
-                            self._at(k))
-            if rg.via is Kind.section:
-                rg.state = BETWEEN
-                return k
-            self._end_region()
-            return k
+            elif isinstance(then, Spot):
+                rg.state = then
+                if act is Act.look:
+                    rg.known_only = r.marker in t.lookahead_known_only
+            return r.end if step.eat else k
         if rg.via is Kind.section:
             rg.state = BETWEEN
             return k
@@ -807,10 +762,9 @@ class Parser:
         m, safe = self._skip_ms.scan(w, i, final)
         if m is None:
             if final:
-                self._mode = CONTENT
+                self._end_step(AT_END[SKIP])
             return safe
-        self._mode = CONTENT
-        return m.end
+        return self._take(_ON_SKIP[m.kind], m)
 
     def _emit_calls(self, rg: _Region, calls: list[ParsedCall], pos: int) -> None:
         """Announce parsed calls; ``pos`` (where the call text ended) locates their issues."""
