@@ -29,7 +29,6 @@ decided, then applies the end-of-stream rules.
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -47,10 +46,9 @@ from ..policy import Policy
 from ..profile import Profile
 from ..result import Issue, Result, ToolCall
 from . import values
-from .argstream import JsonArgStream
 from .codecs import ArgSource, Body, ParsedCall, make_body
+from .harmony import Harmony, HarmonyMarkers
 from .markers import Kind, MarkerSet, Match
-from .scanner import BalancedScanner
 from .states import AT_END, IN_REGION, TRANSITIONS, Act, Mode, Spot, Step
 
 __all__ = ["Parser"]
@@ -68,7 +66,6 @@ _ON_DEFER, _ON_SKIP = TRANSITIONS[DEFER], TRANSITIONS[SKIP]
 _IN_BETWEEN, _IN_AFTER = IN_REGION[BETWEEN], IN_REGION[AFTER]
 
 _WS = " \t\r\n"
-_MAX_HARMONY_HEADER = 1024
 #: ``json.dumps(value, ensure_ascii=False)`` without building an encoder per call
 _DUMPS = json.JSONEncoder(ensure_ascii=False).encode
 
@@ -125,12 +122,7 @@ class _Compiled:
                                    + look + look_start)
             self.skip_section = MarkerSet([(m, Kind.end) for m in t.section_close])
             self.skip_call = MarkerSet([(m, Kind.end) for m in (*t.call_close, *t.section_close)])
-        if h is not None:
-            self.h_header = MarkerSet([(h.message, Kind.msg), (h.start, Kind.h_start), (h.channel, Kind.h_channel)]
-                                      + [(e, Kind.end) for e in h.ends])
-            self.h_body = MarkerSet([(h.start, Kind.h_start), (h.channel, Kind.h_channel)]
-                                    + [(e, Kind.end) for e in h.ends] + strip)
-            self.h_after = MarkerSet([(e, Kind.end) for e in h.ends])
+        self.harmony = HarmonyMarkers(p, strip) if h is not None else None
 
 
 def _compiled(p: Profile) -> _Compiled:
@@ -159,25 +151,6 @@ class _Region:
     stream_known: bool = True
     stream_off: bool = False
     stream_sent: list[str] = field(default_factory=list)
-
-
-class _HarmonySource:
-    """A Harmony call's arguments as they stream: the name came from the message header."""
-
-    def __init__(self, name: str) -> None:
-        self.call_name: str | None = name
-        self.call_id: str | None = None
-        self.args = JsonArgStream(whole_call=False)
-        self.truncated = False
-        self.reason = ""
-
-    def take_args(self) -> str:
-        return self.args.take()
-
-    def args_closing(self) -> str:
-        return self.args.closing()
-
-
 
 
 class Parser:
@@ -225,20 +198,15 @@ class Parser:
         self._held: list[str] = []        # undecided or deferred text
         self._region: _Region | None = None
         self._h_header: list[str] = []
-        # the prompt ended inside a message header: output starts with the rest of it
-        self._h_prompt_header = profile.messages is not None and profile.messages.header_open
-        if self._h_prompt_header:
-            self._mode = H_HEADER
-        self._h_kind = ""
-        self._h_blocks = 0
-        self._h_scanner: BalancedScanner | None = None
-        self._h_region: _Region | None = None
-        self._h_src = _HarmonySource("")
-        self._h_name = ""
         self._truncated = False
         self._unclosed_reported = False
         self._skip_ms = MarkerSet(())
-        self._handlers = {m: getattr(self, "_m_" + m.value) for m in Mode}
+        self._handlers = {m: getattr(self, "_m_" + m.value) for m in Mode if not m.value.startswith("h_")}
+        if self._c.harmony is not None:  # Harmony framing: its modes are harmony.Harmony's
+            hm = Harmony(self, self._c.harmony)
+            self._handlers.update({H_HEADER: hm.header, H_BODY: hm.body, H_CALL: hm.call, H_AFTER: hm.after})
+            if hm.prompt_header:
+                self._mode = H_HEADER
 
     # -- public API ----------------------------------------------------------------------------
     def feed(self, text: str, special: bool = False) -> list[Event]:
@@ -839,151 +807,6 @@ class Parser:
         self._events.append(ToolCallEnd(idx, c.arguments, status))
         self._calls.append(ToolCall(c.name, c.arguments, cid, status, known))
 
-    # -- Harmony messages ---------------------------------------------------------------------------
-    def _abandon_header(self, pos: int) -> None:
-        """A header that never reached its message marker: the one the prompt opened was plain text
-        (a model answering without a header); any other is a broken header, reported."""
-        if self._h_prompt_header:
-            self._h_prompt_header = False
-            text = "".join(self._h_header)
-            self._h_header = []
-            self._mode = CONTENT
-            self._emit_content(text)
-            return
-        self._issue("invalid_header", "message header never reached its message marker", pos)
-        self._mode = CONTENT
-
-    def _m_h_header(self, w: str, i: int, final: bool) -> int:
-        h = self.profile.messages
-        assert h is not None
-        m, safe = self._c.h_header.scan(w, i, final)
-        if m is None:
-            self._h_header.append(w[i:safe])
-            if sum(map(len, self._h_header)) > _MAX_HARMONY_HEADER or final:
-                self._abandon_header(self._at(safe))
-            return safe
-        self._h_header.append(w[i:m.start])
-        if m.kind is Kind.h_channel:
-            text = "".join(self._h_header)
-            if self._h_prompt_header and text.strip(_WS) and h.recipient_prefix not in text:
-                # the prompt opened a header, but this is prose before the first real one
-                self._emit_content(text)
-                self._h_header = []
-            self._h_prompt_header = False
-            self._h_header.append(" ")
-            return m.end
-        if m.kind is not Kind.msg:
-            if self._h_prompt_header:
-                self._abandon_header(self._at(m.start))
-                return m.start
-            self._mode = CONTENT
-            return m.start if m.kind is Kind.h_start else m.end
-        header = "".join(self._h_header)
-        self._h_prompt_header = False
-        rm = re.search(re.escape(h.recipient_prefix) + r"([^\s<>|]+)", header)
-        if rm:
-            self._h_name = rm.group(1)
-            self._h_scanner = None
-            self._mode = H_CALL
-            return m.end
-        words = re.findall(r"[^\s<>|]+", header)
-        if any(c in words for c in h.reasoning_channels):
-            self._h_kind = "reasoning"
-            if self._reasoning and h.join:
-                self._emit_reasoning(h.join)
-        else:
-            self._h_kind = "content"
-            if self._h_blocks and self._content and h.join:
-                self._emit_content(h.join)
-            self._h_blocks += 1
-        self._mode = H_BODY
-        return m.end
-
-    def _m_h_body(self, w: str, i: int, final: bool) -> int:
-        m, safe = self._c.h_body.scan(w, i, final)
-        emit = self._emit_reasoning if self._h_kind == "reasoning" else self._emit_content
-        if m is None:
-            emit(w[i:safe])
-            return safe
-        emit(w[i:m.start])
-        if m.kind is Kind.strip:
-            return m.end
-        self._mode = CONTENT
-        return m.end if m.kind is Kind.end else m.start
-
-    def _m_h_call(self, w: str, i: int, final: bool) -> int:
-        if self._h_scanner is None:
-            k = i
-            while k < len(w) and w[k] in _WS:
-                k += 1
-            if k == len(w):
-                if final:
-                    self._truncated = True
-                    self._issue("truncated_call", f"{self._h_name}: no arguments", self._at(k))
-                    self._mode = CONTENT
-                return k
-            if w[k] != "{":
-                self._issue("invalid_call", f"{self._h_name}: arguments are not JSON", self._at(k))
-                self._mode = H_AFTER
-                return k
-            self._h_scanner = BalancedScanner("{[", (('"', '"', True),), self._c.h_after)
-            self._h_region = None
-            if self._stream:
-                self._h_region = _Region(Kind.msg, "")
-                self._h_src = _HarmonySource(self._h_name)
-            i = k
-        sc = self._h_scanner
-        st, j = sc.feed(w, i, final)
-        hrg = self._h_region
-        if hrg is not None and not hrg.stream_off:
-            self._h_src.args.feed(w[i:j])
-            self._stream_call(hrg, self._h_src)
-        if st == "more":
-            if final:
-                if hrg is not None and hrg.stream_idx is not None:
-                    self._h_src.truncated = True
-                    self._h_src.reason = "arguments cut off"
-                    self._h_scanner = None
-                    return self._end_started(hrg, self._h_src, j)
-                self._truncated = True
-                self._issue("truncated_call", f"{self._h_name}: arguments cut off; dropped", self._at(j))
-                self._mode = CONTENT
-            return j
-        bounded = sc.bounded(st)
-        raw, repaired = bounded if bounded is not None else ("", False)
-        status: Literal["ok", "repaired"] = "repaired" if repaired else "ok"
-        try:
-            args = json.loads(raw)
-        except ValueError:
-            args = None
-        if hrg is not None and hrg.stream_idx is not None:
-            if not isinstance(args, dict):
-                self._h_src.reason = "arguments are not a JSON object"
-                self._h_scanner = None
-                self._end_started(hrg, self._h_src, j)
-                self._mode = H_AFTER
-                return j
-            self._end_streamed(hrg, ParsedCall(self._h_name, args, None, status), self._at(j), self._h_src)
-        elif not isinstance(args, dict):
-            self._issue("invalid_call", f"{self._h_name}: arguments are not a JSON object", self._at(j))
-        else:
-            rg = _Region(Kind.msg, "")
-            self._emit_calls(rg, [ParsedCall(self._h_name, args, None, status)], self._at(j))
-        self._h_scanner = None
-        self._mode = H_AFTER
-        return j
-
-    def _m_h_after(self, w: str, i: int, final: bool) -> int:
-        k = i
-        while k < len(w) and w[k] in _WS:
-            k += 1
-        if k == len(w):
-            if final:
-                self._mode = CONTENT
-            return k
-        r = self._c.h_after.match_at(w, k, final)
-        if r is True and not final:
-            return i
-        self._mode = CONTENT
-        return r.end if isinstance(r, Match) else k
-
+    def _harmony_region(self) -> _Region:
+        """The region a Harmony call message streams through (the call code is the machine's)."""
+        return _Region(Kind.msg, "")
