@@ -9,7 +9,7 @@ Rules of this file:
   bracket scanner) and writes through the parser: content, reasoning, issues and calls come out
   exactly as the machine's own, so a call announced here is streamed and ended by the machine's
   call code (``_stream_call``, ``_end_streamed``, ``_end_started``, ``_emit_calls``).
-* The header text is held by the parser's buffer (``machine._Pending``): at most
+* The header text is held by the parser's buffer (``pending.Pending``): at most
   ``MAX_HEADER`` characters, after which the header is abandoned.
 
 Theory of operation. ``<|start|>assistant<|channel|>analysis<|message|>...<|end|>``: the header
@@ -101,8 +101,7 @@ class Harmony:
         p = self._p
         if self.prompt_header:
             self.prompt_header = False
-            text = "".join(p._h_header)
-            p._h_header = []
+            text = p._pending.take_header()
             p._mode = CONTENT
             p._emit_content(text)
             return
@@ -115,21 +114,20 @@ class Harmony:
         assert h is not None
         m, safe = self._ms.header.scan(w, i, final)
         if m is None:
-            p._h_header.append(w[i:safe])
-            if sum(map(len, p._h_header)) > MAX_HEADER or final:
+            p._pending.add_header(w[i:safe])
+            if p._pending.header_len > MAX_HEADER or final:
                 self.abandon_header(p._at(safe))
             return safe
-        p._h_header.append(w[i:m.start])
-        if m.kind is Kind.h_channel:  # Act.channel
-            text = "".join(p._h_header)
+        p._pending.add_header(w[i:m.start])
+        step = _ON_HEADER[m.kind]
+        if step.act is Act.channel:
+            text = p._pending.header()
             if self.prompt_header and text.strip(_WS) and h.recipient_prefix not in text:
                 # the prompt opened a header, but this is prose before the first real one
-                p._emit_content(text)
-                p._h_header = []
+                p._emit_content(p._pending.take_header())
             self.prompt_header = False
-            p._h_header.append(" ")
+            p._pending.add_header(" ")
             return m.end
-        step = _ON_HEADER[m.kind]
         if step.act is Act.header_end:
             if self.prompt_header:
                 self.abandon_header(p._at(m.start))
@@ -137,7 +135,7 @@ class Harmony:
             p._mode = step.then
             return m.end if step.eat else m.start
         # Act.message: the header is complete
-        header = "".join(p._h_header)
+        header = p._pending.take_header()
         self.prompt_header = False
         rm = re.search(re.escape(h.recipient_prefix) + r"([^\s<>|]+)", header)
         if rm:

@@ -2,8 +2,12 @@
 
 Rules of this file:
 
-* Everything that decides which state the parse is in lives here. Codecs (``codecs.py``) only
-  parse the body of one call; marker search and holdback live in ``markers.py``.
+* Everything that decides what the text being read *is* happens here or in the modules it
+  delegates to, each with one job: which state follows which is data in ``states.py``
+  (``TRANSITIONS``, ``AT_END``, ``IN_REGION``, ``OTHER``; docs/engine.md draws it), marker search
+  and holdback is ``markers.py``, the body of one call is a codec's (``codecs.py``), Harmony's
+  header-routed messages are ``harmony.py``'s, and every text the parser holds unwritten is held
+  by one ``pending.Pending``.
 * No I/O, no imports of jinja2 / openvino / transformers: text in, events out.
 * Nothing emitted is ever taken back. Text is held only while it may still be part of a marker,
   while a tool call is incomplete, or while a reasoning block has not yet said whether the call
@@ -15,15 +19,23 @@ Rules of this file:
   decision that the full text would also make at that point, or waits for more text. Hence the
   coalesced events of any chunking equal those of the whole text.
 
-Theory of operation. The parser owns one small working string: what it held back last time
-(``_carry``, never longer than the longest marker or the current call's unconsumed tail) plus
-the new chunk. A *mode* handler consumes from an index and returns the next index; a handler that
-cannot decide returns the same index and the rest becomes the carry. Handlers change ``_mode``
-(content, undecided, reasoning, defer, region, skip, and Harmony's header/body/call); the
-table ``_handlers`` maps each mode to its handler. A handler that discovers that text it consumed was not what it looked
-like (a rejected tool call) pushes that text back (``_push``) to be read again as content.
-``close()`` runs the handlers once more with ``final=True`` so that everything pending is
-decided, then applies the end-of-stream rules.
+Theory of operation. The parser reads one small working string: what it could not decide on
+last time (``Pending.carry``: a proper prefix of a marker, or the tail of a call body its codec
+waits on) plus the new chunk. The mode (``states.Mode``) names the handler (``_handlers``:
+``_m_content``, ``_m_undecided``, ``_m_reasoning``, ``_m_defer``, ``_m_region``, ``_m_skip``, and
+``harmony.Harmony``'s four); a handler consumes from an index and returns the next one. At a
+marker it looks up ``TRANSITIONS[mode][marker kind]`` (``IN_REGION[spot][kind]`` inside tool
+calls) and does what the entry says (``_take``: its act, its next mode, whether the marker is
+consumed or read again). A handler that cannot decide returns the same index and the rest
+becomes the carry. A handler that discovers that text it consumed was not what it looked like
+(a rejected tool call) pushes that text back (``_push``) to be read again as content. ``close()``
+runs the handlers once more with ``final=True`` so that everything pending is decided, then
+applies ``AT_END`` (``_end_of_stream``).
+
+Who holds which text, and what bounds it: ``Pending`` holds the carry (the longest marker, or
+the call being read), the undecided or deferred text (one reasoning block) and a Harmony header
+(``harmony.MAX_HEADER``); a region's ``raw`` and its codec body hold the call being read (dropped
+when it ends); nothing else is kept.
 """
 
 from __future__ import annotations
@@ -49,6 +61,7 @@ from . import values
 from .codecs import ArgSource, Body, ParsedCall, make_body
 from .harmony import Harmony, HarmonyMarkers
 from .markers import Kind, MarkerSet, Match
+from .pending import Pending
 from .states import AT_END, IN_REGION, TRANSITIONS, Act, Mode, Spot, Step
 
 __all__ = ["Parser"]
@@ -184,7 +197,7 @@ class Parser:
         self._content_ms = self._c.content_on if self._reasoning_on else self._c.content_off
         self._start_ms = self._c.start_on if self._reasoning_on else self._c.start_off
         self._at_start = True   # nothing but whitespace emitted yet
-        self._carry = ""
+        self._pending = Pending()  # every text the parser holds unwritten: carry, held, header
         self._push: str | None = None
         self._closed = False
         self._pos = 0
@@ -195,9 +208,7 @@ class Parser:
         self._issues: list[Issue] = []
         self._index = 0
         self._r_blocks = 1 if start == "prefilled" else 0
-        self._held: list[str] = []        # undecided or deferred text
         self._region: _Region | None = None
-        self._h_header: list[str] = []
         self._truncated = False
         self._unclosed_reported = False
         self._skip_ms = MarkerSet(())
@@ -249,8 +260,9 @@ class Parser:
 
     # -- the loop -------------------------------------------------------------------------------
     def _run(self, text: str, final: bool) -> None:
-        w = self._carry + text if self._carry else text
-        self._carry = ""
+        pending = self._pending
+        w = pending.carry + text if pending.carry else text
+        pending.carry = ""
         base = self._pos
         i = 0
         # the common case first: plain content with no marker character at all
@@ -282,7 +294,7 @@ class Parser:
                 if now is rg and (now is None or (now.state == rstate and now.body is body)):
                     break
             i = j
-        self._carry = w[i:]
+        pending.carry = w[i:]
         self._pos = base + i
 
     def _at(self, i: int) -> int:
@@ -353,7 +365,7 @@ class Parser:
             elif act is Act.region:
                 self._enter_region(m.kind, m)
             elif act is Act.header:
-                self._h_header = []
+                self._pending.take_header()  # a new header starts
             elif act is Act.prompt_block:
                 self._flush_held(as_reasoning=True)
                 self._r_blocks += 1
@@ -375,16 +387,15 @@ class Parser:
     def _m_undecided(self, w: str, i: int, final: bool) -> int:
         m, safe = self._c.undecided.scan(w, i, final)
         if m is None:
-            self._held.append(w[i:safe])
+            self._pending.hold(w[i:safe])
             if final:
                 self._end_step(AT_END[UNDECIDED])
             return safe
-        self._held.append(w[i:m.start])
+        self._pending.hold(w[i:m.start])
         return self._take(_ON_UNDECIDED[m.kind], m)
 
     def _flush_held(self, as_reasoning: bool) -> None:
-        text = "".join(self._held)
-        self._held = []
+        text = self._pending.take_held()
         if as_reasoning:
             self._emit_reasoning(text)
         else:
@@ -409,15 +420,16 @@ class Parser:
             self._mode = CONTENT
             return m.start
         self._mode = step.then
-        self._held = [m.marker]
+        self._pending.take_held()  # (nothing is held in reasoning)
+        self._pending.hold(m.marker)
         return m.end
 
     def _m_defer(self, w: str, i: int, final: bool) -> int:
         m, safe = self._c.defer.scan(w, i, final)
         if m is None:
-            self._held.append(w[i:safe])
+            self._pending.hold(w[i:safe])
             return safe
-        self._held.append(w[i:m.start])
+        self._pending.hold(w[i:m.start])
         # the block closed: what looked like a call was part of the reasoning
         return self._take(_ON_DEFER[m.kind], m)
 
@@ -429,8 +441,7 @@ class Parser:
     def _end_step(self, step: Step) -> str | None:
         act = step.act
         if act is Act.reread_held:
-            text = "".join(self._held)
-            self._held = []
+            text = self._pending.take_held()
             self._mode = step.then
             self._issue("call_in_reasoning", "the reasoning block never closed; the tool call in it "
                         "ended it", self._pos)
