@@ -37,9 +37,11 @@ def render(doc: str) -> str:
     """``doc`` with every generated block replaced by what the code renders now."""
     for name, make in BLOCKS.items():
         pattern = re.compile(rf"(<!-- generated: {name} -->\n)(.*?)(<!-- end: {name} -->)", re.DOTALL)
-        if not pattern.search(doc):
+        if pattern.search(doc) is None:
             raise SystemExit(f"docs/engine.md has no generated block {name!r}")
-        doc = pattern.sub(lambda m, text=make(): m.group(1) + text + m.group(3), doc)
+        m = pattern.search(doc)
+        assert m is not None
+        doc = doc[:m.start(2)] + make() + doc[m.end(2):]
     return doc
 
 
