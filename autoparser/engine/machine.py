@@ -77,6 +77,9 @@ _NONE = Act.none
 _ON_CONTENT, _ON_UNDECIDED, _ON_REASONING = TRANSITIONS[CONTENT], TRANSITIONS[UNDECIDED], TRANSITIONS[REASONING]
 _ON_DEFER, _ON_SKIP = TRANSITIONS[DEFER], TRANSITIONS[SKIP]
 _IN_BETWEEN, _IN_AFTER = IN_REGION[BETWEEN], IN_REGION[AFTER]
+#: the handler of each mode but Harmony's (``harmony.Harmony`` has those), built once
+_HANDLER_NAMES = tuple((m, "_m_" + m.value) for m in Mode if m not in (H_HEADER, H_BODY, H_CALL, H_AFTER))
+
 
 _WS = " \t\r\n"
 #: ``json.dumps(value, ensure_ascii=False)`` without building an encoder per call
@@ -212,7 +215,7 @@ class Parser:
         self._truncated = False
         self._unclosed_reported = False
         self._skip_ms = MarkerSet(())
-        self._handlers = {m: getattr(self, "_m_" + m.value) for m in Mode if not m.value.startswith("h_")}
+        self._handlers = {mode: getattr(self, name) for mode, name in _HANDLER_NAMES}
         if self._c.harmony is not None:  # Harmony framing: its modes are harmony.Harmony's
             hm = Harmony(self, self._c.harmony)
             self._handlers.update({H_HEADER: hm.header, H_BODY: hm.body, H_CALL: hm.call, H_AFTER: hm.after})
@@ -291,7 +294,7 @@ class Parser:
                 continue
             if j == i and mode == self._mode:
                 now = self._region
-                if now is rg and (now is None or (now.state == rstate and now.body is body)):
+                if now is rg and (now is None or (now.state is rstate and now.body is body)):
                     break
             i = j
         pending.carry = w[i:]
@@ -343,16 +346,13 @@ class Parser:
             self._at_start = False
             if isinstance(m0, Match):
                 self._emit_content(w[i:k])
-                return self._dispatch(m0, w, final)
+                return self._take(_ON_CONTENT[m0.kind], m0)
         self._at_start = False
         m, safe = self._content_ms.scan(w, i, final)
         if m is None:
             self._emit_content(w[i:safe])
             return safe
         self._emit_content(w[i:m.start])
-        return self._dispatch(m, w, final)
-
-    def _dispatch(self, m: Match, w: str, final: bool) -> int:
         return self._take(_ON_CONTENT[m.kind], m)
 
     def _take(self, step: Step, m: Match) -> int:
