@@ -243,5 +243,9 @@ class Harmony:
         r = self._ms.after.match_at(w, k, final)
         if r is True and not final:
             return i
-        p._mode = CONTENT
-        return r.end if isinstance(r, Match) else k
+        if isinstance(r, Match):
+            step = _ON_AFTER[r.kind]
+            p._mode = step.then
+            return r.end if step.eat else r.start
+        p._mode = CONTENT  # other text: the call message had no end marker
+        return k

@@ -19,10 +19,12 @@ Theory of operation. A handler scans from where the last one stopped for the mar
 knows. Text before a marker is written per mode (content, reasoning, held, a call body). At a
 marker the row ``TRANSITIONS[mode][kind]`` says: the next mode (``then``), whether the marker is
 consumed (``eat``) or read again by the next mode (a ``look`` marker is the first text of a call
-body; the end of a call in ``undecided`` text is content), and what else happens (``act``). When
-the text ends without a marker, ``AT_END[mode]`` is what ``close()`` does. Region handlers use
-``IN_REGION[spot][kind]`` the same way; ``then`` is a ``Spot``, or ``Mode.content`` when the region
-is over.
+body; a tool-call marker in ``undecided`` text makes the held text content and is then read as
+content's), and what else happens (``act``). When the text ends without a marker, ``AT_END[mode]``
+is what ``close()`` does. Region handlers use ``IN_REGION[spot][kind]`` the same way; ``then`` is
+a ``Spot``, or ``Mode.content`` when the region is over. What ends a state without a marker of
+the machine's (a codec finishing a call body, text between calls) is listed in ``OTHER``, for the
+diagram: those decisions are the codecs'.
 """
 
 from __future__ import annotations
@@ -86,8 +88,6 @@ class Act(Enum):
     close_call = "close_call"              # a call's end marker: the next in a section, else the end
     check_closed = "check_closed"          # the region ends; an issue if the call's end marker is missing
     next_call = "next_call"                # the next call starts while this one was not closed
-    done = "done"                          # a call body is complete: announce it
-    reject = "reject"                      # a call body is not a call: content, or skipped
 
 
 class Step(NamedTuple):
