@@ -261,6 +261,11 @@ class Parser:
         return Result("".join(self._reasoning), "".join(self._content), list(self._calls),
                       list(self._issues), finish)
 
+    @property
+    def _carry(self) -> str:
+        """The unread tail held between feeds (``Pending.carry``; tests read it by this name)."""
+        return self._pending.carry
+
     # -- the loop -------------------------------------------------------------------------------
     def _run(self, text: str, final: bool) -> None:
         pending = self._pending
