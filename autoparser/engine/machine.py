@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import json
 import re
+from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -48,7 +49,7 @@ from ..profile import Profile
 from ..result import Issue, Result, ToolCall
 from . import values
 from .argstream import JsonArgStream
-from .codecs import ArgSource, Body, ParsedCall, make_body
+from .codecs import ArgSource, Body, JsonBody, ParsedCall, make_body
 from .markers import MarkerSet, Match
 from .scanner import BalancedScanner
 
@@ -56,8 +57,19 @@ __all__ = ["Parser"]
 
 _WS = " \t\r\n"
 _MAX_HARMONY_HEADER = 1024
-#: ``json.dumps(value, ensure_ascii=False)`` without building an encoder per call
-_DUMPS = json.JSONEncoder(ensure_ascii=False).encode
+#: ``json.dumps(value, ensure_ascii=False)`` without building an encoder per call: the C encoder
+#: made once (no circular-reference check: arguments are decoded JSON or codec output, never cyclic)
+_C_ENCODE = c_make_encoder(None, None, encode_basestring, None, ": ", ", ", False, False, True) \
+    if c_make_encoder is not None else None
+
+
+def _DUMPS(value: object) -> str:  # noqa: N802 - a constant-like alias kept for its call sites
+    if _C_ENCODE is None:  # pragma: no cover - CPython always has the C encoder
+        return json.dumps(value, ensure_ascii=False)
+    return "".join(_C_ENCODE(value, 0))
+
+
+_DECODE = json.JSONDecoder().raw_decode
 
 
 class _Compiled:
@@ -92,6 +104,7 @@ class _Compiled:
         r_open_strip = [(m, "strip") for m in (r.open if r else ())]
         self.reasoning_closed_only = MarkerSet(r_close + r_open_strip + strip)
         self.defer = MarkerSet(r_close)
+        self.whole_calls = False
         if t is not None:
             self.body_stops = MarkerSet([(m, "c_close") for m in t.call_close]
                                         + [(m, "s_close") for m in t.section_close])
@@ -110,6 +123,8 @@ class _Compiled:
                                    + [(m, "s_open") for m in t.section_open] + eot
                                    + [(m, "c_open") for m in t.call_open]
                                    + look + look_start)
+            # complete calls found whole in the working text take one short path (``_whole_call``)
+            self.whole_calls = (t.codec.kind == "json" and t.alt_codec is None and bool(t.call_close))
             self.skip_section = MarkerSet([(m, "end") for m in t.section_close])
             self.skip_call = MarkerSet([(m, "end") for m in (*t.call_close, *t.section_close)])
         if h is not None:
@@ -227,6 +242,7 @@ class Parser:
         self._truncated = False
         self._unclosed_reported = False
         self._skip_ms = MarkerSet(())
+        self._decoder: JsonBody | None = None  # decodes whole calls (``_whole_call``)
         self._handlers = {m: getattr(self, "_m_" + m) for m in (
             "content", "undecided", "reasoning", "defer", "region", "skip", "h_header", "h_body",
             "h_call", "h_after")}
@@ -374,6 +390,10 @@ class Parser:
         if k == "r_open":
             self._open_reasoning()
             return m.end
+        if k == "call" and self._c.whole_calls:
+            j = self._whole_call(m, w, final)
+            if j is not None:
+                return j
         if k in ("section", "call", "look"):
             return self._enter_region(k, m)
         if k in ("h_start", "h_channel"):
@@ -482,6 +502,56 @@ class Parser:
         return None
 
     # -- tool-call regions ------------------------------------------------------------------------
+    def _whole_call(self, m: Match, w: str, final: bool) -> int | None:
+        """A call whose marker, JSON body and end marker are all in ``w``: decoded in one step.
+
+        This is the region path (``_enter_region`` .. ``_region_after``) for the one case that is
+        most of a tool-calling workload, taken only when that path's every decision is already
+        made by the text in hand: the body is one complete JSON value that is a call, and the
+        end marker follows it. It emits exactly what the region path would emit; anything else
+        (no end marker yet, a body that is not a call, an array, text after the body) returns
+        None and the region path reads the same text. ``tests/test_whole_call.py`` feeds both
+        paths the same inputs and compares their events.
+        """
+        n = len(w)
+        k = m.end
+        while k < n and w[k] in _WS:
+            k += 1
+        if k == n:
+            return None
+        first = w[k]
+        t = self.profile.tools
+        assert t is not None
+        arr = t.codec.array
+        if not ((first == "{" and arr != "require") or (first == "[" and arr != "never")):
+            return None
+        if w.find("}" if first == "{" else "]", k) < 0:
+            return None
+        try:
+            value, j = _DECODE(w, k)
+        except ValueError:
+            return None
+        body = self._decoder
+        if body is None:
+            made = make_body(t.codec, self._c.body_stops, self._schemas, streaming=self._stream)
+            assert isinstance(made, JsonBody)
+            body = self._decoder = made
+        calls = body.calls_from(value)
+        if not calls:
+            return None
+        e = j
+        while e < n and w[e] in _WS:
+            e += 1
+        if e == n:
+            return None
+        r = self._c.after.match_at(w, e, final)
+        if not isinstance(r, Match) or r.kind != "c_close":
+            return None
+        pos = self._pos + j
+        for c in calls:
+            self._emit_call(c, pos)
+        return r.end
+
     def _enter_region(self, kind: str, m: Match) -> int:
         t = self.profile.tools
         assert t is not None
