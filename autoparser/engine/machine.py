@@ -30,8 +30,8 @@ from __future__ import annotations
 
 import json
 import re
-from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
 from dataclasses import dataclass, field
+from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
 from typing import Any, Literal
 
 from ..errors import AutoparserError, OptionError, ParseError
@@ -63,7 +63,7 @@ _C_ENCODE = c_make_encoder(None, None, encode_basestring, None, ": ", ", ", Fals
     if c_make_encoder is not None else None
 
 
-def _DUMPS(value: object) -> str:  # noqa: N802 - a constant-like alias kept for its call sites
+def _DUMPS(value: object) -> str:
     if _C_ENCODE is None:  # pragma: no cover - CPython always has the C encoder
         return json.dumps(value, ensure_ascii=False)
     return "".join(_C_ENCODE(value, 0))
