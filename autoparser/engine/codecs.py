@@ -489,12 +489,12 @@ class JsonBody(Body):
         """Whether the id was written after the arguments began. A streamed call is announced
         when its arguments begin, with the id written so far; one written later cannot be its
         id, on any chunking (the whole text must say what the streamed text said)."""
-        s = self.spec
-        if outer is not None and key in outer and key not in outer[s.function_key]:
+        fkey = self.spec.function_key
+        if outer is not None and fkey and key in outer and key not in outer[fkey]:
             order = list(outer)
-            return order.index(key) > order.index(s.function_key)
+            return order.index(key) > order.index(fkey)
         order = list(obj)
-        args_at = next((order.index(k) for k in s.args_keys if k in obj), None)
+        args_at = next((order.index(k) for k in self.spec.args_keys if k in obj), None)
         return args_at is not None and order.index(key) > args_at
 
     def _finish(self, name: Any, args: Any, cid: str | None) -> ParsedCall | None:
