@@ -455,9 +455,17 @@ class JsonBody(Body):
         return out
 
     def _call_from(self, obj: Any) -> ParsedCall | None:
+        s = self.spec
+        # the common shape first: {"name": "NAME", "arguments": {...}} and nothing else
+        if type(obj) is dict and len(obj) == 2 and not s.name_as_key:
+            name_key, args_key = obj
+            if s.name_keys and name_key == s.name_keys[0] and args_key in s.args_keys:
+                name = obj[name_key]
+                args = obj[args_key]
+                if type(name) is str and type(args) is dict and self._name_ok(name):
+                    return ParsedCall(name, args)
         if not isinstance(obj, dict):
             return None
-        s = self.spec
         outer: dict[str, Any] | None = None
         if s.function_key and isinstance(obj.get(s.function_key), dict):
             outer = obj

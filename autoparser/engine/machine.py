@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
 from typing import Any, Literal
@@ -144,7 +145,7 @@ def _compiled(p: Profile) -> _Compiled:
     return c
 
 
-@dataclass
+@dataclass(slots=True)
 class _Region:
     via: str                    # "section" | "call" | "look"
     marker: str                 # the opening marker text ("" for lookahead)
@@ -195,7 +196,9 @@ class Parser:
         self.policy = Policy.coerce(policy)
         self._stream = bool(stream_arguments)
         self._schemas = values.tool_schemas(tools)
-        self._schema_noted: set[str] = set()  # tools whose unusable-schema notes were reported
+        # per tool, the schema test of the common case (valid arguments), made when the tool's
+        # first call reports its unusable-schema notes (once per tool)
+        self._passes: dict[str, Callable[[dict[str, Any]], bool]] = {}
         self._have_tools = tools is not None
         self._c = _compiled(profile)
         r = profile.reasoning
@@ -299,6 +302,22 @@ class Parser:
             self._pos += len(w)
             return
         n = len(w)
+        # the other common case: inside a call body, which takes the whole chunk
+        rg = self._region
+        if (not final and rg is not None and rg.body is not None and self._mode == "region"
+                and rg.state == "call"):
+            j = self._region_call(rg, w, 0, False)
+            if j == n and self._push is None:
+                self._pos = base + n
+                return
+            if self._push is not None:
+                push = self._push
+                self._push = None
+                w = push + w[j:]
+                n = len(w)
+                base += j - len(push)
+            else:
+                i = j
         handlers = self._handlers
         while True:
             if i == n and not final:
@@ -894,11 +913,14 @@ class Parser:
     def _check_schema(self, name: str, arguments: dict[str, Any], status: CallStatus, pos: int) -> CallStatus:
         """Validate a known tool's arguments (streamed or whole: one check for both paths); a schema
         the validator cannot use is reported once per tool and never blocks the call."""
+        quick = self._passes.get(name)
         schema = self._schemas.get(name)
-        if name not in self._schema_noted:
-            self._schema_noted.add(name)
+        if quick is None:
             for note in values.schema_notes(schema):
                 self._issue("schema_unusable", f"{name}: {note}", pos)
+            quick = self._passes[name] = values.passes(schema)
+        if quick(arguments):
+            return status
         problems = values.validate_arguments(arguments, schema)
         if problems:
             msg = f"{name}: arguments do not match the tool schema: {'; '.join(problems)}"
@@ -917,15 +939,18 @@ class Parser:
                 self._issue("unknown_tool", f"dropped a call to unknown tool {c.name!r}", pos)
                 return
             self._issue("unknown_tool", f"call to a tool not in the request: {c.name!r}", pos)
-        idx = self._start_call(c.name, c.id)
+        idx = self._index
+        self._index += 1
         cid = c.id or f"call_{idx}"
+        events = self._events
+        events.append(ToolCallStart(idx, cid, c.name, known))
         for code, msg in c.issues:
             self._issue(code, f"{c.name}: {msg}", pos)
         status: CallStatus = c.status
         if self._have_tools and known:
             status = self._check_schema(c.name, c.arguments, status, pos)
-        self._events.append(ToolCallArgsDelta(idx, _DUMPS(c.arguments)))
-        self._events.append(ToolCallEnd(idx, c.arguments, status))
+        events.append(ToolCallArgsDelta(idx, _DUMPS(c.arguments)))
+        events.append(ToolCallEnd(idx, c.arguments, status))
         self._calls.append(ToolCall(c.name, c.arguments, cid, status, known))
 
     # -- Harmony messages ---------------------------------------------------------------------------
