@@ -460,10 +460,9 @@ class JsonBody(Body):
         if type(obj) is dict and len(obj) == 2 and not s.name_as_key:
             name_key, args_key = obj
             if s.name_keys and name_key == s.name_keys[0] and args_key in s.args_keys:
-                name = obj[name_key]
-                args = obj[args_key]
-                if type(name) is str and type(args) is dict and self._name_ok(name):
-                    return ParsedCall(name, args)
+                written, given = obj[name_key], obj[args_key]
+                if type(written) is str and type(given) is dict and self._name_ok(written):
+                    return ParsedCall(written, given)
         if not isinstance(obj, dict):
             return None
         outer: dict[str, Any] | None = None
