@@ -291,7 +291,7 @@ class JsonBody(Body):
         return st, j
 
     def _feed(self, text: str, pos: int, final: bool) -> tuple[Status, int]:
-        if self.scanner is None:
+        if self.scanner is None and not self._short:
             i = pos
             while i < len(text) and text[i] in _WS:
                 i += 1
@@ -312,10 +312,11 @@ class JsonBody(Body):
                         return self._reject("JSON is not a call (no name or arguments)", j)
                     self.calls = calls
                     return "done", j
-                self.scanner = BalancedScanner("{[", (('"', '"', True),), self.stops)
                 self._stream_json = self.streaming and first == "{"
                 self._deciders = _deciders(self.stops.markers) if first == "{" else None
                 self._short = self._deciders is not None
+                if not self._short:
+                    self.scanner = BalancedScanner("{[", (('"', '"', True),), self.stops)
                 pos = i
             else:
                 return self._reject(f"call body starts with {first!r}, not JSON", i)
@@ -325,10 +326,15 @@ class JsonBody(Body):
                 return short
             # a character that may decide arrived: the scanner reads the body from its start
             prior = "".join(self._held)
-            st, end = self.scanner.feed(prior + text[pos:] if prior else text, 0 if prior else pos, final)
+            scanner: BalancedScanner | None = BalancedScanner("{[", (('"', '"', True),), self.stops)
+            self.scanner = scanner
+            assert scanner is not None
+            st, end = scanner.feed(prior + text[pos:] if prior else text, 0 if prior else pos, final)
             j = end - len(prior) + (pos if prior else 0)
         else:
-            st, j = self.scanner.feed(text, pos, final)
+            scanner = self.scanner
+            assert scanner is not None
+            st, j = scanner.feed(text, pos, final)
         ast = self.argstream
         if ast is not None:
             ast.feed(text[pos:j])
@@ -350,7 +356,7 @@ class JsonBody(Body):
         if st == "more":
             if final:
                 # uniform end-of-stream recovery: a list of complete calls missing only its ']'
-                closed = self.scanner.list_closed_at_end()
+                closed = scanner.list_closed_at_end()
                 try:
                     value = json.loads(closed) if closed else None
                 except ValueError:
@@ -363,7 +369,7 @@ class JsonBody(Body):
                     return "done", j
                 return self._reject("call arguments cut off by the end of the output", j, truncated=True)
             return "more", j
-        bounded = self.scanner.bounded(st)
+        bounded = scanner.bounded(st)
         if bounded is None:
             return self._reject("unbalanced bracket in call body", j)
         raw, repaired = bounded
@@ -413,10 +419,10 @@ class JsonBody(Body):
                 # not complete yet (or not JSON): the scanner says which, from the start
                 self._short = False
                 return None
+            # (no name announcement now: the call is complete, and the machine announces it
+            # with its end; an id in it comes after its head, so streaming ignores it anyway)
             self._held = [held]
             self._held_len = len(held)
-            if self.call_name is None and self._stream_json and not self.spec.name_as_key:
-                self._name_from_head()
             j = len(text) - (len(held) - end)
             calls = self._calls_from(value)
             if calls is None:
