@@ -326,14 +326,13 @@ class JsonBody(Body):
                 return short
             # a character that may decide arrived: the scanner reads the body from its start
             prior = "".join(self._held)
-            scanner: BalancedScanner | None = BalancedScanner("{[", (('"', '"', True),), self.stops)
+            scanner = BalancedScanner("{[", (('"', '"', True),), self.stops)
             self.scanner = scanner
-            assert scanner is not None
             st, end = scanner.feed(prior + text[pos:] if prior else text, 0 if prior else pos, final)
             j = end - len(prior) + (pos if prior else 0)
         else:
+            assert self.scanner is not None
             scanner = self.scanner
-            assert scanner is not None
             st, j = scanner.feed(text, pos, final)
         ast = self.argstream
         if ast is not None:
