@@ -194,3 +194,32 @@ def test_fail_closed_keeps_an_id_written_after_the_arguments() -> None:
     for cut in range(0, len(text) + 1, 7):
         _, res = run(lambda: profile.parser(stream_arguments=False), [text[:cut], text[cut:]])
         assert [c.id for c in res.tool_calls] == ["late"], cut
+
+
+def _call_timeline(make: Callable[[], Any], text: str, size: int) -> list[tuple[int, str, int]]:
+    """(characters fed, event type, call index) of every call start and end."""
+    parser = make()
+    out: list[tuple[int, str, int]] = []
+    for k in range(0, len(text), size):
+        for e in parser.feed(text[k:k + size]):
+            if isinstance(e, (autoparser.ToolCallStart, autoparser.ToolCallEnd)):
+                out.append((min(k + size, len(text)), type(e).__name__, e.index))
+    out += [(len(text), type(e).__name__, e.index) for e in parser.close()
+            if isinstance(e, (autoparser.ToolCallStart, autoparser.ToolCallEnd))]
+    return out
+
+
+@pytest.mark.parametrize("size", [1, 4, 7, 64])
+@pytest.mark.parametrize("case", [c for c in CASES if c["expected"]["tool_calls"]],
+                         ids=[c["id"] for c in CASES if c["expected"]["tool_calls"]])
+def test_a_call_is_announced_and_ended_in_the_same_chunk_either_way(case: dict[str, Any], size: int,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Holding a short call's text changes when nothing is announced: its start still comes out
+    in the chunk that completes its name, and its end in the chunk that ends it."""
+    def make() -> Any:
+        return make_parser(case)
+
+    fast = _call_timeline(make, case["input"], size)
+    with general_path(monkeypatch):
+        slow = _call_timeline(make, case["input"], size)
+    assert fast == slow

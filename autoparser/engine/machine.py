@@ -50,7 +50,7 @@ from ..profile import Profile
 from ..result import Issue, Result, ToolCall
 from . import values
 from .argstream import JsonArgStream
-from .codecs import ArgSource, Body, JsonBody, ParsedCall, make_body
+from .codecs import _STREAM_AFTER, ArgSource, Body, JsonBody, ParsedCall, _call_head, make_body
 from .markers import MarkerSet, Match
 from .scanner import BalancedScanner
 
@@ -71,6 +71,9 @@ def _DUMPS(value: object) -> str:
 
 
 _DECODE = json.JSONDecoder().raw_decode
+#: a call's text held whole (``_whole_call``) while its body is this short: the length after which
+#: a body's arguments stream anyway
+_HOLD = _STREAM_AFTER
 
 
 class _Compiled:
@@ -246,6 +249,8 @@ class Parser:
         self._unclosed_reported = False
         self._skip_ms = MarkerSet(())
         self._decoder: JsonBody | None = None  # decodes whole calls (``_whole_call``)
+        self._wait = False  # a handler held the rest of the working text (``_hold``)
+        self._held_call: _Region | None = None  # a held call already announced (``_announce_held``)
         self._handlers = {m: getattr(self, "_m_" + m) for m in (
             "content", "undecided", "reasoning", "defer", "region", "skip", "h_header", "h_body",
             "h_call", "h_after")}
@@ -316,6 +321,7 @@ class Parser:
                 w = push + w[j:]
                 n = len(w)
                 base += j - len(push)
+                self._pos = base  # positions (``_at``) count from the start of ``w``
             else:
                 i = j
         handlers = self._handlers
@@ -327,12 +333,17 @@ class Parser:
             rstate = rg.state if rg is not None else ""
             body = rg.body if rg is not None else None
             j = handlers[mode](w, i, final)
+            if self._wait:  # the handler keeps the rest for the next chunk
+                self._wait = False
+                i = j
+                break
             if self._push is not None:
                 push = self._push
                 self._push = None
                 w = push + w[j:]
                 n = len(w)
                 base += j - len(push)
+                self._pos = base  # positions (``_at``) count from the start of ``w``
                 i = 0
                 continue
             if j == i and mode == self._mode:
@@ -527,29 +538,36 @@ class Parser:
         This is the region path (``_enter_region`` .. ``_region_after``) for the one case that is
         most of a tool-calling workload, taken only when that path's every decision is already
         made by the text in hand: the body is one complete JSON value that is a call, and the
-        end marker follows it. It emits exactly what the region path would emit; anything else
-        (no end marker yet, a body that is not a call, an array, text after the body) returns
-        None and the region path reads the same text. ``tests/test_whole_call.py`` feeds both
-        paths the same inputs and compares their events.
+        end marker follows it (without one, the region's after state reads what follows). It
+        emits exactly what the region path would emit, in the same chunk. A body not complete
+        yet is held, marker and all, while it is short (``_HOLD`` characters after the marker;
+        ``_wait`` tells the loop to keep it as the carry), and its name announced once it is
+        complete (streaming), as the region path announces it; its arguments are sent whole when
+        it ends, as the region path sends a short body's (``codecs._STREAM_AFTER``). So a short
+        call costs one decode however it is chunked. Anything else (a body that is not a call, a
+        long body, the end of the stream) goes to the region path (``_release``), which reads
+        the same text, a call announced while held staying announced.
+        ``tests/test_fast_paths.py`` feeds both paths the same inputs and compares the events.
         """
         n = len(w)
         k = m.end
         while k < n and w[k] in _WS:
             k += 1
+        hold = not final and n - m.end <= _HOLD
         if k == n:
-            return None
+            return self._hold(m, w, k) if hold else self._release(m)
         first = w[k]
         t = self.profile.tools
         assert t is not None
         arr = t.codec.array
         if not ((first == "{" and arr != "require") or (first == "[" and arr != "never")):
-            return None
+            return self._release(m)
         if w.find("}" if first == "{" else "]", k) < 0:
-            return None
+            return self._hold(m, w, k) if hold else self._release(m)
         try:
             value, j = _DECODE(w, k)
-        except ValueError:
-            return None
+        except ValueError:  # not complete yet, or not JSON: the region path tells which
+            return self._hold(m, w, k) if hold else self._release(m)
         body = self._decoder
         if body is None:
             made = make_body(t.codec, self._c.body_stops, self._schemas, streaming=self._stream)
@@ -557,19 +575,69 @@ class Parser:
             body = self._decoder = made
         calls = body.calls_from(value)
         if not calls:
-            return None
+            return self._release(m)
+        # a complete call: the region path announces it here too, whatever follows
+        pos = self._pos + j
+        held = self._held_call
+        for c in calls:
+            if held is not None:  # announced while it was held: the rest, as the region path ends it
+                self._held_call = None
+                self._end_streamed(held, c, pos, None)
+                held = None
+            else:
+                self._emit_call(c, pos)
         e = j
         while e < n and w[e] in _WS:
             e += 1
-        if e == n:
+        r = self._c.after.match_at(w, e, final) if e < n else None
+        if isinstance(r, Match) and r.kind == "c_close":
+            return r.end
+        # not closed in this text: the region's after state reads what follows, as it would have
+        self._region = _Region("call", m.marker, state="after", raw_has_marker=False, call_open_used=True,
+                               emitted=len(calls))
+        self._mode = "region"
+        return j
+
+    def _hold(self, m: Match, w: str, k: int) -> int:
+        """Keep the text from ``m`` for the next chunk: nothing in it is decided yet, except
+        perhaps the call's name (streaming: announced now, as the region path would)."""
+        if self._stream and self._held_call is None and w.startswith("{", k):
+            self._announce_held(w, k)
+        self._wait = True
+        return m.start
+
+    def _announce_held(self, w: str, k: int) -> None:
+        """Announce a held call once ``{"name": "NAME", "arguments": {`` is all there, as the
+        region path announces it (``JsonBody._name_from_head``, then ``_stream_call``)."""
+        t = self.profile.tools
+        assert t is not None
+        if t.codec.name_as_key:
+            return
+        head = _call_head(t.codec.name_keys, t.codec.args_keys).match(w, k)
+        if head is None or not head.group(1):
+            return
+        name = head.group(1)
+        known = not self._have_tools or name in self._schemas
+        if not known and self.policy.unknown_tool != "forward":
+            return  # never announced: dropped or raised on at its end, as in the region path
+        rg = _Region("call", "")
+        idx = self._start_call(name, None)
+        rg.stream_idx = idx
+        rg.stream_id = f"call_{idx}"
+        rg.stream_known = known
+        self._held_call = rg
+
+    def _release(self, m: Match) -> int | None:
+        """The held text goes to the region path; a call announced while held stays announced."""
+        held = self._held_call
+        if held is None:
             return None
-        r = self._c.after.match_at(w, e, final)
-        if not isinstance(r, Match) or r.kind != "c_close":
-            return None
-        pos = self._pos + j
-        for c in calls:
-            self._emit_call(c, pos)
-        return r.end
+        self._held_call = None
+        j = self._enter_region("call", m)
+        rg = self._region
+        assert rg is not None
+        rg.stream_idx, rg.stream_id, rg.stream_known = held.stream_idx, held.stream_id, held.stream_known
+        return j
 
     def _enter_region(self, kind: str, m: Match) -> int:
         t = self.profile.tools
