@@ -251,6 +251,7 @@ class Parser:
         self._decoder: JsonBody | None = None  # decodes whole calls (``_whole_call``)
         self._wait = False  # a handler held the rest of the working text (``_hold``)
         self._held_call: _Region | None = None  # a held call already announced (``_announce_held``)
+        self._held_match: Match | None = None  # its marker, at the start of the carry
         self._handlers = {m: getattr(self, "_m_" + m) for m in (
             "content", "undecided", "reasoning", "defer", "region", "skip", "h_header", "h_body",
             "h_call", "h_after")}
@@ -300,8 +301,19 @@ class Parser:
         self._carry = ""
         base = self._pos
         i = 0
+        held = self._held_match
+        if held is not None and not final:
+            # a call held whole (``_whole_call``): its marker opens ``w``, where a scan would find it
+            self._held_match = None
+            j = self._dispatch(held, w, False)
+            if self._wait:
+                self._wait = False
+                self._carry = w[j:]
+                self._pos = base + j
+                return
+            i = j
         # the common case first: plain content with no marker character at all
-        if (self._mode == "content" and not final and not self._at_start
+        elif (self._mode == "content" and not final and not self._at_start
                 and not self._content_ms.could_start(w)):
             self._emit_content(w)
             self._pos += len(w)
@@ -309,7 +321,7 @@ class Parser:
         n = len(w)
         # the other common case: inside a call body, which takes the whole chunk
         rg = self._region
-        if (not final and rg is not None and rg.body is not None and self._mode == "region"
+        if (not final and i == 0 and rg is not None and rg.body is not None and self._mode == "region"
                 and rg.state == "call"):
             j = self._region_call(rg, w, 0, False)
             if j == n and self._push is None:
@@ -601,9 +613,10 @@ class Parser:
     def _hold(self, m: Match, w: str, k: int) -> int:
         """Keep the text from ``m`` for the next chunk: nothing in it is decided yet, except
         perhaps the call's name (streaming: announced now, as the region path would)."""
-        if self._stream and self._held_call is None and w.startswith("{", k):
+        if self._stream and self._held_call is None and w.find("{", k + 1) > k and w.startswith("{", k):
             self._announce_held(w, k)
         self._wait = True
+        self._held_match = Match(0, m.end - m.start, m.marker, m.kind)
         return m.start
 
     def _announce_held(self, w: str, k: int) -> None:
