@@ -228,7 +228,8 @@ class Parser:
         self._events: list[Event] = []
         self._reasoning: list[str] = []
         self._content: list[str] = []
-        self._calls: list[ToolCall] = []
+        # (name, arguments, id, status, known) of each call: made into ToolCall by result() only
+        self._calls: list[tuple[str, dict[str, Any], str, CallStatus, bool]] = []
         self._issues: list[Issue] = []
         self._index = 0
         self._r_blocks = 1 if start == "prefilled" else 0
@@ -286,13 +287,13 @@ class Parser:
 
     def result(self) -> Result:
         finish: Literal["stop", "tool_calls", "length"] = "stop"
-        if self._stream and any(c.status == "truncated" for c in self._calls):
+        if self._stream and any(c[3] == "truncated" for c in self._calls):
             finish = "length"  # the output was cut inside a call that was already announced
         elif self._calls:
             finish = "tool_calls"
         elif self._truncated:
             finish = "length"
-        return Result("".join(self._reasoning), "".join(self._content), list(self._calls),
+        return Result("".join(self._reasoning), "".join(self._content), [ToolCall(*c) for c in self._calls],
                       list(self._issues), finish)
 
     # -- the loop -------------------------------------------------------------------------------
@@ -616,7 +617,7 @@ class Parser:
         if self._stream and self._held_call is None and w.find("{", k + 1) > k and w.startswith("{", k):
             self._announce_held(w, k)
         self._wait = True
-        self._held_match = Match(0, m.end - m.start, m.marker, m.kind)
+        self._held_match = m if m.start == 0 else Match(0, m.end - m.start, m.marker, m.kind)
         return m.start
 
     def _announce_held(self, w: str, k: int) -> None:
@@ -886,7 +887,7 @@ class Parser:
         if not rg.stream_known:
             self._issue("unknown_tool", f"call to a tool not in the request: {name!r}", self._at(j))
         self._events.append(ToolCallEnd(rg.stream_idx, args, status))
-        self._calls.append(ToolCall(name, args, rg.stream_id, status, rg.stream_known))
+        self._calls.append((name, args, rg.stream_id, status, rg.stream_known))
         rg.stream_idx = None
         self._end_region()
         return j
@@ -989,7 +990,7 @@ class Parser:
         if self._have_tools and rg.stream_known:
             status = self._check_schema(c.name, args, status, pos)
         self._events.append(ToolCallEnd(idx, args, status))
-        self._calls.append(ToolCall(c.name, args, rg.stream_id, status, rg.stream_known))
+        self._calls.append((c.name, args, rg.stream_id, status, rg.stream_known))
 
     def _check_schema(self, name: str, arguments: dict[str, Any], status: CallStatus, pos: int) -> CallStatus:
         """Validate a known tool's arguments (streamed or whole: one check for both paths); a schema
@@ -1032,7 +1033,7 @@ class Parser:
             status = self._check_schema(c.name, c.arguments, status, pos)
         events.append(ToolCallArgsDelta(idx, _DUMPS(c.arguments)))
         events.append(ToolCallEnd(idx, c.arguments, status))
-        self._calls.append(ToolCall(c.name, c.arguments, cid, status, known))
+        self._calls.append((c.name, c.arguments, cid, status, known))
 
     # -- Harmony messages ---------------------------------------------------------------------------
     def _abandon_header(self, pos: int) -> None:
