@@ -109,6 +109,7 @@ class _Compiled:
         self.reasoning_closed_only = MarkerSet(r_close + r_open_strip + strip)
         self.defer = MarkerSet(r_close)
         self.whole_calls = False
+        self.array = "never"
         if t is not None:
             self.body_stops = MarkerSet([(m, "c_close") for m in t.call_close]
                                         + [(m, "s_close") for m in t.section_close])
@@ -129,6 +130,7 @@ class _Compiled:
                                    + look + look_start)
             # complete calls found whole in the working text take one short path (``_whole_call``)
             self.whole_calls = (t.codec.kind == "json" and t.alt_codec is None and bool(t.call_close))
+            self.array = t.codec.array
             self.skip_section = MarkerSet([(m, "end") for m in t.section_close])
             self.skip_call = MarkerSet([(m, "end") for m in (*t.call_close, *t.section_close)])
         if h is not None:
@@ -306,8 +308,10 @@ class Parser:
         if held is not None and not final:
             # a call held whole (``_whole_call``): its marker opens ``w``, where a scan would find it
             self._held_match = None
-            j = self._dispatch(held, w, False)
-            if self._wait:
+            j = self._whole_call(held, w, False)
+            if j is None:
+                j = self._enter_region("call", held)
+            elif self._wait:
                 self._wait = False
                 self._carry = w[j:]
                 self._pos = base + j
@@ -570,9 +574,7 @@ class Parser:
         if k == n:
             return self._hold(m, w, k) if hold else self._release(m)
         first = w[k]
-        t = self.profile.tools
-        assert t is not None
-        arr = t.codec.array
+        arr = self._c.array
         if not ((first == "{" and arr != "require") or (first == "[" and arr != "never")):
             return self._release(m)
         if w.find("}" if first == "{" else "]", k) < 0:
@@ -583,6 +585,8 @@ class Parser:
             return self._hold(m, w, k) if hold else self._release(m)
         body = self._decoder
         if body is None:
+            t = self.profile.tools
+            assert t is not None
             made = make_body(t.codec, self._c.body_stops, self._schemas, streaming=self._stream)
             assert isinstance(made, JsonBody)
             body = self._decoder = made
