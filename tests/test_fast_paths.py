@@ -223,3 +223,25 @@ def test_a_call_is_announced_and_ended_in_the_same_chunk_either_way(case: dict[s
     with general_path(monkeypatch):
         slow = _call_timeline(make, case["input"], size)
     assert fast == slow
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
+def test_issue_positions_are_in_the_text_and_the_same_for_every_chunking(case: dict[str, Any]) -> None:
+    """Positions count from the start of the output, also after rejected text is read again."""
+    text = case["input"]
+    _, whole = run(lambda: make_parser(case), [text])
+    assert all(0 <= issue.position <= len(text) for issue in whole.issues), whole.issues
+    for cut in range(0, len(text) + 1, max(1, len(text) // 30)):
+        _, res = run(lambda: make_parser(case), [text[:cut], text[cut:]])
+        assert [i.position for i in res.issues] == [i.position for i in whole.issues], cut
+
+
+def test_issue_after_a_rejected_call_points_at_its_own_text() -> None:
+    rejected = '<tool_call>{"name": "get_weather" "arguments": {}}</tool_call>'
+    repaired = '<tool_call>{"name": "get_weather", "arguments": {"city": "P"}</tool_call>'
+    text = rejected + repaired
+    for stream in (True, False):
+        _, res = run(lambda: autoparser.get_profile("hermes").parser(stream_arguments=stream), [text])
+        codes = {i.code: i.position for i in res.issues}
+        # the repair is where the body ended: at the second call's end marker
+        assert codes["repaired_arguments"] == text.rindex("</tool_call>")
