@@ -390,6 +390,9 @@ class JsonBody(Body):
     def calls_from(self, value: Any) -> list[ParsedCall] | None:
         """The calls a complete decoded body holds (None: it is not a call); keeps no state, so
         the machine's whole-call path reuses one body for every call."""
+        if type(value) is dict:
+            call = self._call_from(value)
+            return [call] if call is not None else None
         return self._calls_from(value)
 
     def _feed_short(self, text: str, pos: int, final: bool) -> tuple[Status, int] | None:

@@ -110,6 +110,7 @@ class _Compiled:
         self.defer = MarkerSet(r_close)
         self.whole_calls = False
         self.array = "never"
+        self.plain_close = ""
         if t is not None:
             self.body_stops = MarkerSet([(m, "c_close") for m in t.call_close]
                                         + [(m, "s_close") for m in t.section_close])
@@ -131,6 +132,13 @@ class _Compiled:
             # complete calls found whole in the working text take one short path (``_whole_call``)
             self.whole_calls = (t.codec.kind == "json" and t.alt_codec is None and bool(t.call_close))
             self.array = t.codec.array
+            # the one end marker, when no other marker after a call starts with it (then finding
+            # it is a ``startswith``)
+            close = t.call_close[0] if len(t.call_close) == 1 else ""
+            found = self.after.match_at(close, 0, True) if close else None
+            self.plain_close = close if (
+                isinstance(found, Match) and found.kind == "c_close"
+                and not any(m != close and m.startswith(close) for m in self.after.markers)) else ""
             self.skip_section = MarkerSet([(m, "end") for m in t.section_close])
             self.skip_call = MarkerSet([(m, "end") for m in (*t.call_close, *t.section_close)])
         if h is not None:
@@ -606,6 +614,9 @@ class Parser:
         e = j
         while e < n and w[e] in _WS:
             e += 1
+        close = self._c.plain_close
+        if close and w.startswith(close, e):  # what ``after.match_at`` finds there, without a Match
+            return e + len(close)
         r = self._c.after.match_at(w, e, final) if e < n else None
         if isinstance(r, Match) and r.kind == "c_close":
             return r.end
