@@ -329,12 +329,16 @@ def test_argstream_arguments_object_at_every_split() -> None:
         assert stream.complete and stream.closing() == ""
 
 
-def test_argstream_whole_call_at_every_split() -> None:
-    text = '{"name": "get_weather", "arguments": {"city": "Paris", "days": [1, 2]}, "id": "c7"}'
+@pytest.mark.parametrize("text,call_id", [
+    ('{"id": "c7", "name": "get_weather", "arguments": {"city": "Paris", "days": [1, 2]}}', "c7"),
+    # written after the arguments began: a streamed call was announced without it
+    ('{"name": "get_weather", "arguments": {"city": "Paris", "days": [1, 2]}, "id": "c7"}', None),
+])
+def test_argstream_whole_call_at_every_split(text: str, call_id: str | None) -> None:
     for chunks in chunkings(text):
         stream, sent = transcode(chunks, whole_call=True, name_keys=("name",), args_keys=("arguments",),
                                  id_keys=("id",))
-        assert (stream.name, stream.call_id, "".join(sent)) == ("get_weather", "c7",
+        assert (stream.name, stream.call_id, "".join(sent)) == ("get_weather", call_id,
                                                                  '{"city": "Paris", "days": [1, 2]}'), chunks
 
 

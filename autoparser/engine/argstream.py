@@ -224,7 +224,9 @@ class JsonArgStream:
             return
         if kind == "name" and self.name is None and self._name_ok(s):
             self.name = s
-        elif kind == "id" and self.call_id is None and s:
+        elif kind == "id" and self.call_id is None and s and not self.started:
+            # an id written after the arguments began is not the call's id: the call was
+            # announced when they began (the whole-text parse applies the same rule)
             self.call_id = s
         self._after_value()
 

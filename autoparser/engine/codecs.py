@@ -30,7 +30,7 @@ from .argstream import JsonArgStream
 from .markers import Kind, MarkerSet, Match
 from .scanner import BalancedScanner
 
-__all__ = ["ArgSource", "Body", "ParsedCall", "make_body"]
+__all__ = ["ArgSource", "Body", "JsonBody", "ParsedCall", "make_body"]
 
 Status = Literal["more", "done", "reject"]
 _WS = " \t\r\n"
@@ -221,6 +221,19 @@ class _Header:
 # -- json ---------------------------------------------------------------------------------------
 
 _DECODER = json.JSONDecoder()
+#: what JSON may hold outside strings: a stop marker starting with one of these could be part of
+#: the value, so only the scanner can tell (no short phase)
+_JSON_OUTSIDE = frozenset(' \t\r\n{}[],:"-+.0123456789eEtrufalsn')
+
+
+@lru_cache(maxsize=64)
+def _deciders(markers: tuple[str, ...]) -> re.Pattern[str] | None:
+    """The characters at which the scanner may decide besides ``}`` (``]``, a stop marker's
+    first character), or None when a stop marker could start inside the JSON value itself."""
+    firsts = {m[0] for m in markers if m}
+    if firsts & _JSON_OUTSIDE:
+        return None
+    return re.compile("[" + re.escape("".join(sorted(firsts | {"]"}))) + "]")
 
 
 def _decode_complete(text: str, i: int) -> tuple[Any, int] | None:
@@ -251,6 +264,9 @@ class JsonBody(Body):
         self._held: list[str] = []
         self._held_len = 0
         self._head: re.Pattern[str] | None = None
+        # the short-body phase (see ``_feed_short``): on until a character that can decide appears
+        self._short = False
+        self._deciders: re.Pattern[str] | None = None
 
     def take_args(self) -> str:
         return self.argstream.take() if self.argstream is not None else ""
@@ -275,7 +291,7 @@ class JsonBody(Body):
         return st, j
 
     def _feed(self, text: str, pos: int, final: bool) -> tuple[Status, int]:
-        if self.scanner is None:
+        if self.scanner is None and not self._short:
             i = pos
             while i < len(text) and text[i] in _WS:
                 i += 1
@@ -296,12 +312,28 @@ class JsonBody(Body):
                         return self._reject("JSON is not a call (no name or arguments)", j)
                     self.calls = calls
                     return "done", j
-                self.scanner = BalancedScanner("{[", (('"', '"', True),), self.stops)
                 self._stream_json = self.streaming and first == "{"
+                self._deciders = _deciders(self.stops.markers) if first == "{" else None
+                self._short = self._deciders is not None
+                if not self._short:
+                    self.scanner = BalancedScanner("{[", (('"', '"', True),), self.stops)
                 pos = i
             else:
                 return self._reject(f"call body starts with {first!r}, not JSON", i)
-        st, j = self.scanner.feed(text, pos, final)
+        if self._short:
+            short = self._feed_short(text, pos, final)
+            if short is not None:
+                return short
+            # a character that may decide arrived: the scanner reads the body from its start
+            prior = "".join(self._held)
+            scanner = BalancedScanner("{[", (('"', '"', True),), self.stops)
+            self.scanner = scanner
+            st, end = scanner.feed(prior + text[pos:] if prior else text, 0 if prior else pos, final)
+            j = end - len(prior) + (pos if prior else 0)
+        else:
+            assert self.scanner is not None
+            scanner = self.scanner
+            st, j = scanner.feed(text, pos, final)
         ast = self.argstream
         if ast is not None:
             ast.feed(text[pos:j])
@@ -313,11 +345,7 @@ class JsonBody(Body):
             self._held_len += j - pos
             if self.call_name is None and not self.spec.name_as_key:
                 # the common layout names the call before its arguments open: announce it then
-                if self._head is None:
-                    self._head = _call_head(tuple(self.spec.name_keys), tuple(self.spec.args_keys))
-                head = self._head.match(self._held[0] if len(self._held) == 1 else "".join(self._held))
-                if head is not None and self._name_ok(head.group(1)):
-                    self.call_name = head.group(1)
+                self._name_from_head()
             if st == "more" and (self._held_len > _STREAM_AFTER or final):
                 ast = self._transcode_held()
         if ast is not None and ast.name is not None and (ast.started or not self.spec.id_keys):
@@ -327,7 +355,7 @@ class JsonBody(Body):
         if st == "more":
             if final:
                 # uniform end-of-stream recovery: a list of complete calls missing only its ']'
-                closed = self.scanner.list_closed_at_end()
+                closed = scanner.list_closed_at_end()
                 try:
                     value = json.loads(closed) if closed else None
                 except ValueError:
@@ -340,7 +368,7 @@ class JsonBody(Body):
                     return "done", j
                 return self._reject("call arguments cut off by the end of the output", j, truncated=True)
             return "more", j
-        bounded = self.scanner.bounded(st)
+        bounded = scanner.bounded(st)
         if bounded is None:
             return self._reject("unbalanced bracket in call body", j)
         raw, repaired = bounded
@@ -359,6 +387,69 @@ class JsonBody(Body):
         self.calls = calls
         return "done", j
 
+    def calls_from(self, value: Any) -> list[ParsedCall] | None:
+        """The calls a complete decoded body holds (None: it is not a call); keeps no state, so
+        the machine's whole-call path reuses one body for every call."""
+        if type(value) is dict:
+            call = self._call_from(value)
+            return [call] if call is not None else None
+        return self._calls_from(value)
+
+    def _feed_short(self, text: str, pos: int, final: bool) -> tuple[Status, int] | None:
+        """The start of an object body, read without the scanner while nothing can be decided.
+
+        The scanner decides only at a closing bracket (the value ends, or is unbalanced) or at
+        a stop marker; text with none of those characters it merely consumes. So until one
+        arrives (and for at most ``_STREAM_AFTER`` characters, after which the body streams),
+        the text is only kept. At a ``}`` the C decoder tries the text kept and the chunk (a
+        value that ends there is sent whole, as the scanner path would): no earlier ``}``
+        was seen, so the value ends in this chunk or later, and where it decodes the scanner
+        would end too (no stop marker can start outside the strings of valid JSON: ``_deciders``
+        is None for one that could). Anything else turns the phase off, and the scanner reads
+        the kept text and goes on (None). A short call, most of a tool-calling stream, so costs
+        a regex search per chunk and one decode, instead of a scan.
+        """
+        seg = text[pos:] if pos else text
+        if final:
+            self._short = False
+            return None
+        if "}" in seg:
+            held = "".join(self._held) + seg if self._held else seg
+            try:
+                value, end = _DECODER.raw_decode(held)
+            except ValueError:
+                # not complete yet (or not JSON): the scanner says which, from the start
+                self._short = False
+                return None
+            # (no name announcement now: the call is complete, and the machine announces it
+            # with its end; an id in it comes after its head, so streaming ignores it anyway)
+            self._held = [held]
+            self._held_len = len(held)
+            j = len(text) - (len(held) - end)
+            calls = self._calls_from(value)
+            if calls is None:
+                return self._reject("JSON is not a call (no name or arguments)", j)
+            self.calls = calls
+            return "done", j
+        deciders = self._deciders
+        if (self._held_len + len(seg) > _STREAM_AFTER or deciders is None
+                or deciders.search(seg) is not None):
+            self._short = False
+            return None
+        self._held.append(seg)
+        self._held_len += len(seg)
+        if self.call_name is None and self._stream_json and "{" in seg and not self.spec.name_as_key:
+            self._name_from_head()
+        return "more", len(text)
+
+    def _name_from_head(self) -> None:
+        """Announce the call once ``{"name": "NAME", "arguments": {`` is all there."""
+        if self._head is None:
+            self._head = _call_head(tuple(self.spec.name_keys), tuple(self.spec.args_keys))
+        head = self._head.match(self._held[0] if len(self._held) == 1 else "".join(self._held))
+        if head is not None and self._name_ok(head.group(1)):
+            self.call_name = head.group(1)
+
     def _calls_from(self, value: Any) -> list[ParsedCall] | None:
         items = value if isinstance(value, list) else [value]
         if isinstance(value, list) and self.spec.array == "never":
@@ -372,10 +463,19 @@ class JsonBody(Body):
         return out
 
     def _call_from(self, obj: Any) -> ParsedCall | None:
+        s = self.spec
+        # the common shape first: {"name": "NAME", "arguments": {...}} and nothing else
+        if type(obj) is dict and len(obj) == 2 and not s.name_as_key:
+            name_key, args_key = obj
+            if s.name_keys and name_key == s.name_keys[0] and args_key in s.args_keys:
+                written, given = obj[name_key], obj[args_key]
+                if type(written) is str and type(given) is dict and self._name_ok(written):
+                    return ParsedCall(written, given)
         if not isinstance(obj, dict):
             return None
-        s = self.spec
+        outer: dict[str, Any] | None = None
         if s.function_key and isinstance(obj.get(s.function_key), dict):
+            outer = obj
             inner = dict(obj[s.function_key])
             for k in s.id_keys:
                 if k in obj and k not in inner:
@@ -394,8 +494,23 @@ class JsonBody(Body):
             if k in obj:
                 args = obj[k]
                 break
-        cid = next((str(obj[k]) for k in s.id_keys if k in obj and obj[k] is not None), None)
+        cid_key = next((k for k in s.id_keys if k in obj and obj[k] is not None), None)
+        cid = str(obj[cid_key]) if cid_key is not None else None
+        if cid_key is not None and self.streaming and self._id_after_arguments(obj, outer, cid_key):
+            cid = None
         return self._finish(name, args, cid)
+
+    def _id_after_arguments(self, obj: dict[str, Any], outer: dict[str, Any] | None, key: str) -> bool:
+        """Whether the id was written after the arguments began. A streamed call is announced
+        when its arguments begin, with the id written so far; one written later cannot be its
+        id, on any chunking (the whole text must say what the streamed text said)."""
+        fkey = self.spec.function_key
+        if outer is not None and fkey and key in outer and key not in outer[fkey]:
+            order = list(outer)
+            return order.index(key) > order.index(fkey)
+        order = list(obj)
+        args_at = next((order.index(k) for k in self.spec.args_keys if k in obj), None)
+        return args_at is not None and order.index(key) > args_at
 
     def _finish(self, name: Any, args: Any, cid: str | None) -> ParsedCall | None:
         if not isinstance(name, str) or not self._name_ok(name):

@@ -41,7 +41,9 @@ when it ends); nothing else is kept.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
 from typing import Any, Literal
 
 from ..errors import AutoparserError, OptionError, ParseError
@@ -58,7 +60,7 @@ from ..policy import Policy
 from ..profile import Profile
 from ..result import Issue, Result, ToolCall
 from . import values
-from .codecs import ArgSource, Body, ParsedCall, make_body
+from .codecs import _STREAM_AFTER, ArgSource, Body, JsonBody, ParsedCall, _call_head, make_body
 from .harmony import Harmony, HarmonyMarkers
 from .markers import Kind, MarkerSet, Match
 from .pending import Pending
@@ -82,8 +84,22 @@ _HANDLER_NAMES = tuple((m, "_m_" + m.value) for m in Mode if m not in (H_HEADER,
 
 
 _WS = " \t\r\n"
-#: ``json.dumps(value, ensure_ascii=False)`` without building an encoder per call
-_DUMPS = json.JSONEncoder(ensure_ascii=False).encode
+#: ``json.dumps(value, ensure_ascii=False)`` without building an encoder per call: the C encoder
+#: made once (no circular-reference check: arguments are decoded JSON or codec output, never cyclic)
+_C_ENCODE = c_make_encoder(None, None, encode_basestring, None, ": ", ", ", False, False, True) \
+    if c_make_encoder is not None else None
+
+
+def _DUMPS(value: object) -> str:
+    if _C_ENCODE is None:  # pragma: no cover - CPython always has the C encoder
+        return json.dumps(value, ensure_ascii=False)
+    return "".join(_C_ENCODE(value, 0))
+
+
+_DECODE = json.JSONDecoder().raw_decode
+#: a call's text held whole (``_whole_call``) while its body is this short: the length after which
+#: a body's arguments stream anyway
+_HOLD = _STREAM_AFTER
 
 
 class _Compiled:
@@ -118,6 +134,9 @@ class _Compiled:
         r_open_strip = [(m, Kind.strip) for m in (r.open if r else ())]
         self.reasoning_closed_only = MarkerSet(r_close + r_open_strip + strip)
         self.defer = MarkerSet(r_close)
+        self.whole_calls = False
+        self.array = "never"
+        self.plain_close = ""
         if t is not None:
             self.body_stops = MarkerSet([(m, Kind.c_close) for m in t.call_close]
                                         + [(m, Kind.s_close) for m in t.section_close])
@@ -136,6 +155,16 @@ class _Compiled:
                                    + [(m, Kind.s_open) for m in t.section_open] + eot
                                    + [(m, Kind.c_open) for m in t.call_open]
                                    + look + look_start)
+            # complete calls found whole in the working text take one short path (``_whole_call``)
+            self.whole_calls = (t.codec.kind == "json" and t.alt_codec is None and bool(t.call_close))
+            self.array = t.codec.array
+            # the one end marker, when no other marker after a call starts with it (then finding
+            # it is a ``startswith``)
+            close = t.call_close[0] if len(t.call_close) == 1 else ""
+            found = self.after.match_at(close, 0, True) if close else None
+            self.plain_close = close if (
+                isinstance(found, Match) and found.kind is Kind.c_close
+                and not any(m != close and m.startswith(close) for m in self.after.markers)) else ""
             self.skip_section = MarkerSet([(m, Kind.end) for m in t.section_close])
             self.skip_call = MarkerSet([(m, Kind.end) for m in (*t.call_close, *t.section_close)])
         self.harmony = HarmonyMarkers(p, strip) if h is not None else None
@@ -150,7 +179,7 @@ def _compiled(p: Profile) -> _Compiled:
     return c
 
 
-@dataclass
+@dataclass(slots=True)
 class _Region:
     via: Kind                   # section, call, look (a marker-less call), msg (a Harmony message)
     marker: str                 # the opening marker text ("" for lookahead)
@@ -180,7 +209,9 @@ class Parser:
         self.policy = Policy.coerce(policy)
         self._stream = bool(stream_arguments)
         self._schemas = values.tool_schemas(tools)
-        self._schema_noted: set[str] = set()  # tools whose unusable-schema notes were reported
+        # per tool, the schema test of the common case (valid arguments), made when the tool's
+        # first call reports its unusable-schema notes (once per tool)
+        self._passes: dict[str, Callable[[dict[str, Any]], bool]] = {}
         self._have_tools = tools is not None
         self._c = _compiled(profile)
         r = profile.reasoning
@@ -207,7 +238,8 @@ class Parser:
         self._events: list[Event] = []
         self._reasoning: list[str] = []
         self._content: list[str] = []
-        self._calls: list[ToolCall] = []
+        # (name, arguments, id, status, known) of each call: made into ToolCall by result() only
+        self._calls: list[tuple[str, dict[str, Any], str, CallStatus, bool]] = []
         self._issues: list[Issue] = []
         self._index = 0
         self._r_blocks = 1 if start == "prefilled" else 0
@@ -215,6 +247,10 @@ class Parser:
         self._truncated = False
         self._unclosed_reported = False
         self._skip_ms = MarkerSet(())
+        self._decoder: JsonBody | None = None  # decodes whole calls (``_whole_call``)
+        self._wait = False  # a handler held the rest of the working text (``_hold``)
+        self._held_call: _Region | None = None  # a held call already announced (``_announce_held``)
+        self._held_match: Match | None = None  # its marker, at the start of the carry
         self._handlers = {mode: getattr(self, name) for mode, name in _HANDLER_NAMES}
         if self._c.harmony is not None:  # Harmony framing: its modes are harmony.Harmony's
             hm = Harmony(self, self._c.harmony)
@@ -252,13 +288,13 @@ class Parser:
 
     def result(self) -> Result:
         finish: Literal["stop", "tool_calls", "length"] = "stop"
-        if self._stream and any(c.status == "truncated" for c in self._calls):
+        if self._stream and any(c[3] == "truncated" for c in self._calls):
             finish = "length"  # the output was cut inside a call that was already announced
         elif self._calls:
             finish = "tool_calls"
         elif self._truncated:
             finish = "length"
-        return Result("".join(self._reasoning), "".join(self._content), list(self._calls),
+        return Result("".join(self._reasoning), "".join(self._content), [ToolCall(*c) for c in self._calls],
                       list(self._issues), finish)
 
     @property
@@ -273,13 +309,45 @@ class Parser:
         pending.carry = ""
         base = self._pos
         i = 0
+        held = self._held_match
+        if held is not None and not final:
+            # a call held whole (``_whole_call``): its marker opens ``w``, where a scan would find it
+            self._held_match = None
+            j = self._whole_call(held, w, False)
+            if j is None:
+                self._enter_region(Kind.call, held)
+                self._mode = REGION
+                j = held.end
+            elif self._wait:
+                self._wait = False
+                pending.carry = w[j:]
+                self._pos = base + j
+                return
+            i = j
         # the common case first: plain content with no marker character at all
-        if (self._mode is CONTENT and not final and not self._at_start
+        elif (self._mode is CONTENT and not final and not self._at_start
                 and not self._content_ms.could_start(w)):
             self._emit_content(w)
             self._pos += len(w)
             return
         n = len(w)
+        # the other common case: inside a call body, which takes the whole chunk
+        rg = self._region
+        if (not final and i == 0 and rg is not None and rg.body is not None and self._mode is REGION
+                and rg.state is CALL):
+            j = self._region_call(rg, w, 0, False)
+            if j == n and self._push is None:
+                self._pos = base + n
+                return
+            if self._push is not None:
+                push = self._push
+                self._push = None
+                w = push + w[j:]
+                n = len(w)
+                base += j - len(push)
+                self._pos = base  # positions (``_at``) count from the start of ``w``
+            else:
+                i = j
         handlers = self._handlers
         while True:
             if i == n and not final:
@@ -289,12 +357,17 @@ class Parser:
             rstate = rg.state if rg is not None else None
             body = rg.body if rg is not None else None
             j = handlers[mode](w, i, final)
+            if self._wait:  # the handler keeps the rest for the next chunk
+                self._wait = False
+                i = j
+                break
             if self._push is not None:
                 push = self._push
                 self._push = None
                 w = push + w[j:]
                 n = len(w)
                 base += j - len(push)
+                self._pos = base  # positions (``_at``) count from the start of ``w``
                 i = 0
                 continue
             if j == i and mode == self._mode:
@@ -351,6 +424,10 @@ class Parser:
             self._at_start = False
             if isinstance(m0, Match):
                 self._emit_content(w[i:k])
+                if m0.kind is Kind.call and self._c.whole_calls:
+                    j = self._whole_call(m0, w, final)
+                    if j is not None:
+                        return j
                 return self._take(_ON_CONTENT[m0.kind], m0)
         self._at_start = False
         m, safe = self._content_ms.scan(w, i, final)
@@ -358,6 +435,10 @@ class Parser:
             self._emit_content(w[i:safe])
             return safe
         self._emit_content(w[i:m.start])
+        if m.kind is Kind.call and self._c.whole_calls:
+            j = self._whole_call(m, w, final)
+            if j is not None:
+                return j
         return self._take(_ON_CONTENT[m.kind], m)
 
     def _take(self, step: Step, m: Match) -> int:
@@ -466,6 +547,118 @@ class Parser:
         return None
 
     # -- tool-call regions ------------------------------------------------------------------------
+    def _whole_call(self, m: Match, w: str, final: bool) -> int | None:
+        """A call whose marker, JSON body and end marker are all in ``w``: decoded in one step.
+
+        This is the region path (``_enter_region`` .. ``_region_after``) for the one case that is
+        most of a tool-calling workload, taken only when that path's every decision is already
+        made by the text in hand: the body is one complete JSON value that is a call, and the
+        end marker follows it (without one, the region's after state reads what follows). It
+        emits exactly what the region path would emit, in the same chunk. A body not complete
+        yet is held, marker and all, while it is short (``_HOLD`` characters after the marker;
+        ``_wait`` tells the loop to keep it as the carry), and its name announced once it is
+        complete (streaming), as the region path announces it; its arguments are sent whole when
+        it ends, as the region path sends a short body's (``codecs._STREAM_AFTER``). So a short
+        call costs one decode however it is chunked. Anything else (a body that is not a call, a
+        long body, the end of the stream) goes to the region path (``_release``), which reads
+        the same text, a call announced while held staying announced.
+        ``tests/test_fast_paths.py`` feeds both paths the same inputs and compares the events.
+        """
+        n = len(w)
+        k = m.end
+        while k < n and w[k] in _WS:
+            k += 1
+        hold = not final and n - m.end <= _HOLD
+        if k == n:
+            return self._hold(m, w, k) if hold else self._release(m)
+        first = w[k]
+        arr = self._c.array
+        if not ((first == "{" and arr != "require") or (first == "[" and arr != "never")):
+            return self._release(m)
+        if w.find("}" if first == "{" else "]", k) < 0:
+            return self._hold(m, w, k) if hold else self._release(m)
+        try:
+            value, j = _DECODE(w, k)
+        except ValueError:  # not complete yet, or not JSON: the region path tells which
+            return self._hold(m, w, k) if hold else self._release(m)
+        body = self._decoder
+        if body is None:
+            t = self.profile.tools
+            assert t is not None
+            made = make_body(t.codec, self._c.body_stops, self._schemas, streaming=self._stream)
+            assert isinstance(made, JsonBody)
+            body = self._decoder = made
+        calls = body.calls_from(value)
+        if not calls:
+            return self._release(m)
+        # a complete call: the region path announces it here too, whatever follows
+        pos = self._pos + j
+        held = self._held_call
+        for c in calls:
+            if held is not None:  # announced while it was held: the rest, as the region path ends it
+                self._held_call = None
+                self._end_streamed(held, c, pos, None)
+                held = None
+            else:
+                self._emit_call(c, pos)
+        e = j
+        while e < n and w[e] in _WS:
+            e += 1
+        close = self._c.plain_close
+        if close and w.startswith(close, e):  # what ``after.match_at`` finds there, without a Match
+            return e + len(close)
+        r = self._c.after.match_at(w, e, final) if e < n else None
+        if isinstance(r, Match) and r.kind is Kind.c_close:
+            return r.end
+        # not closed in this text: the region's after state reads what follows, as it would have
+        self._region = _Region(Kind.call, m.marker, state=AFTER, raw_has_marker=False, call_open_used=True,
+                               emitted=len(calls))
+        self._mode = REGION
+        return j
+
+    def _hold(self, m: Match, w: str, k: int) -> int:
+        """Keep the text from ``m`` for the next chunk: nothing in it is decided yet, except
+        perhaps the call's name (streaming: announced now, as the region path would)."""
+        if self._stream and self._held_call is None and w.find("{", k + 1) > k and w.startswith("{", k):
+            self._announce_held(w, k)
+        self._wait = True
+        self._held_match = m if m.start == 0 else Match(0, m.end - m.start, m.marker, m.kind)
+        return m.start
+
+    def _announce_held(self, w: str, k: int) -> None:
+        """Announce a held call once ``{"name": "NAME", "arguments": {`` is all there, as the
+        region path announces it (``JsonBody._name_from_head``, then ``_stream_call``)."""
+        t = self.profile.tools
+        assert t is not None
+        if t.codec.name_as_key:
+            return
+        head = _call_head(t.codec.name_keys, t.codec.args_keys).match(w, k)
+        if head is None or not head.group(1):
+            return
+        name = head.group(1)
+        known = not self._have_tools or name in self._schemas
+        if not known and self.policy.unknown_tool != "forward":
+            return  # never announced: dropped or raised on at its end, as in the region path
+        rg = _Region(Kind.call, "")
+        idx = self._start_call(name, None)
+        rg.stream_idx = idx
+        rg.stream_id = f"call_{idx}"
+        rg.stream_known = known
+        self._held_call = rg
+
+    def _release(self, m: Match) -> int | None:
+        """The held text goes to the region path; a call announced while held stays announced."""
+        held = self._held_call
+        if held is None:
+            return None
+        self._held_call = None
+        self._enter_region(Kind.call, m)
+        self._mode = REGION
+        rg = self._region
+        assert rg is not None
+        rg.stream_idx, rg.stream_id, rg.stream_known = held.stream_idx, held.stream_id, held.stream_known
+        return m.end
+
     def _enter_region(self, kind: Kind, m: Match) -> None:
         t = self.profile.tools
         assert t is not None
@@ -682,7 +875,7 @@ class Parser:
         if not rg.stream_known:
             self._issue("unknown_tool", f"call to a tool not in the request: {name!r}", self._at(j))
         self._events.append(ToolCallEnd(rg.stream_idx, args, status))
-        self._calls.append(ToolCall(name, args, rg.stream_id, status, rg.stream_known))
+        self._calls.append((name, args, rg.stream_id, status, rg.stream_known))
         rg.stream_idx = None
         self._end_region()
         return j
@@ -784,16 +977,19 @@ class Parser:
         if self._have_tools and rg.stream_known:
             status = self._check_schema(c.name, args, status, pos)
         self._events.append(ToolCallEnd(idx, args, status))
-        self._calls.append(ToolCall(c.name, args, rg.stream_id, status, rg.stream_known))
+        self._calls.append((c.name, args, rg.stream_id, status, rg.stream_known))
 
     def _check_schema(self, name: str, arguments: dict[str, Any], status: CallStatus, pos: int) -> CallStatus:
         """Validate a known tool's arguments (streamed or whole: one check for both paths); a schema
         the validator cannot use is reported once per tool and never blocks the call."""
+        quick = self._passes.get(name)
         schema = self._schemas.get(name)
-        if name not in self._schema_noted:
-            self._schema_noted.add(name)
+        if quick is None:
             for note in values.schema_notes(schema):
                 self._issue("schema_unusable", f"{name}: {note}", pos)
+            quick = self._passes[name] = values.passes(schema)
+        if quick(arguments):
+            return status
         problems = values.validate_arguments(arguments, schema)
         if problems:
             msg = f"{name}: arguments do not match the tool schema: {'; '.join(problems)}"
@@ -812,16 +1008,19 @@ class Parser:
                 self._issue("unknown_tool", f"dropped a call to unknown tool {c.name!r}", pos)
                 return
             self._issue("unknown_tool", f"call to a tool not in the request: {c.name!r}", pos)
-        idx = self._start_call(c.name, c.id)
+        idx = self._index
+        self._index += 1
         cid = c.id or f"call_{idx}"
+        events = self._events
+        events.append(ToolCallStart(idx, cid, c.name, known))
         for code, msg in c.issues:
             self._issue(code, f"{c.name}: {msg}", pos)
         status: CallStatus = c.status
         if self._have_tools and known:
             status = self._check_schema(c.name, c.arguments, status, pos)
-        self._events.append(ToolCallArgsDelta(idx, _DUMPS(c.arguments)))
-        self._events.append(ToolCallEnd(idx, c.arguments, status))
-        self._calls.append(ToolCall(c.name, c.arguments, cid, status, known))
+        events.append(ToolCallArgsDelta(idx, _DUMPS(c.arguments)))
+        events.append(ToolCallEnd(idx, c.arguments, status))
+        self._calls.append((c.name, c.arguments, cid, status, known))
 
     def _harmony_region(self) -> _Region:
         """The region a Harmony call message streams through (the call code is the machine's)."""

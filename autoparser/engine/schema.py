@@ -39,6 +39,7 @@ __all__ = [
     "check_arguments",
     "draft07_view",
     "inline_refs",
+    "passes",
     "resolve_ref",
 ]
 
@@ -441,6 +442,34 @@ def schema_notes(schema: Mapping[str, Any] | None) -> tuple[str, ...]:
     if not isinstance(schema, Mapping):
         return ()
     return compiled(schema).notes
+
+
+def passes(schema: Mapping[str, Any] | None) -> Callable[[dict[str, Any]], bool]:
+    """A test that is True when arguments certainly have no problem against ``schema``.
+
+    The per-call fast path (the engine keeps one per tool): False means "ask
+    ``check_arguments``", which then finds the problems (or none, for a validator that failed
+    in some unexpected way), so the verdict is always ``check_arguments``'s.
+    """
+    if type(schema) is not dict and not isinstance(schema, Mapping):
+        return _always
+    found = compiled(schema)
+    validate = found.validate
+    if validate is None or found.failures is None:
+        return _always
+
+    def test(arguments: dict[str, Any]) -> bool:
+        try:
+            validate(arguments)
+        except Exception:  # a failure, or anything else: check_arguments decides
+            return False
+        return True
+
+    return test
+
+
+def _always(arguments: dict[str, Any]) -> bool:
+    return True
 
 
 def check_arguments(arguments: object, schema: Mapping[str, Any] | None) -> list[Problem]:

@@ -35,7 +35,7 @@ import json
 import math
 import re
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
@@ -835,6 +835,19 @@ def check_arguments(arguments: Mapping[str, Any], schema: Mapping[str, Any] | No
         return schema_mod.check_arguments(arguments, schema)
     except Exception:  # the no-raise guarantee; not expected to trigger
         return []
+
+
+def passes(schema: Mapping[str, Any] | None) -> Callable[[dict[str, Any]], bool]:
+    """A per-tool test of the common case: True when arguments certainly match ``schema``
+    (``schema.passes``); False sends the call to ``validate_arguments``. Never raises."""
+    try:
+        return schema_mod.passes(schema)
+    except Exception:  # the no-raise guarantee; not expected to trigger
+        return _never
+
+
+def _never(arguments: dict[str, Any]) -> bool:
+    return False
 
 
 def schema_notes(schema: Mapping[str, Any] | None) -> tuple[str, ...]:
