@@ -27,6 +27,7 @@ from typing import Any, Literal, Protocol
 from ..profile import CodecSpec
 from . import values
 from .argstream import JsonArgStream
+from .callstream import ArgTranscoder, CallList
 from .markers import MarkerSet, Match
 from .scanner import BalancedScanner
 
@@ -82,10 +83,38 @@ class Body:
         self.streaming = False
         self.call_name: str | None = None
         self.call_id: str | None = None
+        # a body holding a list of calls streams them one by one: those it ended already
+        self.ended: list[ParsedCall] = []
+        self.calllist: CallList[ParsedCall] | None = None
 
     def take_args(self) -> str:
         """Argument JSON text that became certain since the last call (streaming codecs only)."""
-        return ""
+        head = self.calllist.head if self.calllist is not None else None
+        return head.stream.take() if head is not None else ""
+
+    def pop_ended(self) -> ParsedCall | None:
+        """A list body: the streamed call (``call_name``) once its own text has closed; the next
+        call of the list becomes the streamed one. None while it has not (and for one-call bodies)."""
+        if self.calllist is None:
+            return None
+        call = self.calllist.pop_ended()
+        if call is not None:
+            self.ended.append(call)
+            self._sync_head()
+        return call
+
+    def _sync_head(self) -> None:
+        """``call_name``/``call_id`` follow the list's oldest call not yet ended, once it is certain."""
+        assert self.calllist is not None
+        head = self.calllist.head
+        if head is not None and head.ready:
+            self.call_name, self.call_id = head.stream.name, head.stream.call_id
+        else:
+            self.call_name = self.call_id = None
+
+    def _list_closing(self) -> str:
+        head = self.calllist.head if self.calllist is not None else None
+        return head.stream.closing() if head is not None else ""
 
     def args_closing(self) -> str:
         """What closes the argument text taken so far into valid JSON."""
@@ -253,10 +282,34 @@ class JsonBody(Body):
         self._head: re.Pattern[str] | None = None
 
     def take_args(self) -> str:
+        if self.calllist is not None:
+            return super().take_args()
         return self.argstream.take() if self.argstream is not None else ""
 
     def args_closing(self) -> str:
+        if self.calllist is not None:
+            return self._list_closing()
         return self.argstream.closing() if self.argstream is not None else ""
+
+    def _start_list(self) -> None:
+        """A JSON array of calls: each element streams through its own transcoder."""
+        sp = self.spec
+        names, args, ids = tuple(sp.name_keys), tuple(sp.args_keys), tuple(sp.id_keys)
+
+        def new_call() -> ArgTranscoder:
+            return JsonArgStream(whole_call=True, name_keys=names, args_keys=args, id_keys=ids,
+                                 function_key=sp.function_key or "", name_as_key=sp.name_as_key,
+                                 name_ok=self._name_ok)
+
+        def finish(raw: str) -> ParsedCall | None:
+            try:
+                return self._call_from(json.loads(raw))
+            except ValueError:
+                return None
+
+        # as for a single object: announced once the name is complete and the arguments opened
+        # (or at once when no id key could still come between them)
+        self.calllist = CallList(new_call, finish, lambda t: t.name is not None and (t.started or not ids))
 
     def _transcode_held(self) -> JsonArgStream:
         sp = self.spec
@@ -298,10 +351,15 @@ class JsonBody(Body):
                     return "done", j
                 self.scanner = BalancedScanner("{[", (('"', '"', True),), self.stops)
                 self._stream_json = self.streaming and first == "{"
+                if self.streaming and first == "[":
+                    self._start_list()
                 pos = i
             else:
                 return self._reject(f"call body starts with {first!r}, not JSON", i)
         st, j = self.scanner.feed(text, pos, final)
+        if self.calllist is not None:
+            self.calllist.feed(text[pos:j])
+            self._sync_head()
         ast = self.argstream
         if ast is not None:
             ast.feed(text[pos:j])

@@ -146,6 +146,7 @@ class _Region:
     stream_known: bool = True
     stream_off: bool = False
     stream_sent: list[str] = field(default_factory=list)
+    stream_ended: int = 0       # calls of the current body (a list) already ended while streaming
 
 
 class _HarmonySource:
@@ -225,6 +226,7 @@ class Parser:
         self._h_src = _HarmonySource("")
         self._h_name = ""
         self._truncated = False
+        self._cut_in_list = False  # streaming: the output ended inside a list after some of its calls
         self._unclosed_reported = False
         self._skip_ms = MarkerSet(())
         self._handlers = {m: getattr(self, "_m_" + m) for m in (
@@ -261,7 +263,7 @@ class Parser:
 
     def result(self) -> Result:
         finish: Literal["stop", "tool_calls", "length"] = "stop"
-        if self._stream and any(c.status == "truncated" for c in self._calls):
+        if self._stream and (self._cut_in_list or any(c.status == "truncated" for c in self._calls)):
             finish = "length"  # the output was cut inside a call that was already announced
         elif self._calls:
             finish = "tool_calls"
@@ -594,13 +596,15 @@ class Parser:
         st, j = body.feed(w, i, final)
         if j > i:
             rg.raw.append(w[i:j])
-        if body.streaming and not rg.stream_off:
-            self._stream_call(rg, body)
+        if body.streaming:
+            self._stream_call(rg, body, self._at(j))
         if st == "more":
             return j
         if st == "reject":
             if rg.stream_idx is not None:
                 return self._end_started(rg, body, j)
+            if rg.stream_ended:
+                return self._drop_rest(rg, body, j)
             return self._reject(rg, w, j, truncated=body.truncated, reason=body.reason)
         self._emit_calls(rg, body.calls, self._at(j))
         rg.body = None
@@ -663,25 +667,40 @@ class Parser:
         self._end_region()
         return k
 
-    def _stream_call(self, rg: _Region, body: ArgSource) -> None:
-        """Announce the call once its name is certain, then send what its arguments made certain."""
-        if rg.stream_idx is None:
-            name = body.call_name
-            if name is None:
+    def _stream_call(self, rg: _Region, body: ArgSource, pos: int = 0) -> None:
+        """Announce the call once its name is certain, then send what its arguments made certain.
+        A list body ends each of its calls as soon as that call's text has closed."""
+        while True:
+            if rg.stream_idx is None and not rg.stream_off:
+                self._announce(rg, body)
+            if rg.stream_idx is not None:
+                text = body.take_args()
+                if text:
+                    rg.stream_sent.append(text)
+                    self._events.append(ToolCallArgsDelta(rg.stream_idx, text))
+            ended = body.pop_ended() if isinstance(body, Body) else None
+            if ended is None:
                 return
-            known = not self._have_tools or name in self._schemas
-            if not known and self.policy.unknown_tool != "forward":
-                rg.stream_off = True  # dropped or raised on at the end, as without streaming
-                return
-            idx = self._start_call(name, body.call_id)
-            rg.stream_idx = idx
-            rg.stream_id = body.call_id or f"call_{idx}"
-            rg.stream_known = known
-            rg.stream_sent = []
-        text = body.take_args()
-        if text:
-            rg.stream_sent.append(text)
-            self._events.append(ToolCallArgsDelta(rg.stream_idx, text))
+            rg.stream_ended += 1
+            if rg.stream_idx is not None:
+                self._end_streamed(rg, ended, pos, None)
+            else:  # never announced (an unknown tool the policy drops): as without streaming
+                self._emit_call(ended, pos)
+            rg.stream_off = False
+
+    def _announce(self, rg: _Region, body: ArgSource) -> None:
+        name = body.call_name
+        if name is None:
+            return
+        known = not self._have_tools or name in self._schemas
+        if not known and self.policy.unknown_tool != "forward":
+            rg.stream_off = True  # dropped or raised on at the end, as without streaming
+            return
+        idx = self._start_call(name, body.call_id)
+        rg.stream_idx = idx
+        rg.stream_id = body.call_id or f"call_{idx}"
+        rg.stream_known = known
+        rg.stream_sent = []
 
     def _finish_stream(self, rg: _Region, body: ArgSource | None) -> dict[str, object] | None:
         """Send the rest of a streamed call's arguments; their value (None if nothing was sent)."""
@@ -719,6 +738,26 @@ class Parser:
         self._calls.append(ToolCall(name, args, rg.stream_id, status, rg.stream_known))
         rg.stream_idx = None
         self._end_region()
+        return j
+
+    def _drop_rest(self, rg: _Region, body: Body, j: int) -> int:
+        """A list body that ended calls while streaming, then broke: those calls stay (nothing is
+        taken back); the rest of its text is dropped, with an issue."""
+        t = self.profile.tools
+        assert t is not None
+        truncated = body.truncated
+        if truncated:
+            self._truncated = self._cut_in_list = True
+        pol = self.policy.truncated_call if truncated else self.policy.malformed_arguments
+        self._issue("truncated_call" if truncated else "invalid_call",
+                    f"{body.reason}; the {rg.stream_ended} call(s) before it stay, the rest was dropped",
+                    self._at(j), "raise" if pol == "raise" else "")
+        rg.stream_ended = 0
+        closes = t.section_close if rg.via == "section" else t.call_close or t.section_close
+        self._end_region()
+        if not truncated and closes:
+            self._mode = "skip"
+            self._skip_ms = self._c.skip_section if rg.via == "section" else self._c.skip_call
         return j
 
     def _start_call(self, name: str, cid: str | None) -> int:
@@ -787,11 +826,18 @@ class Parser:
 
     def _emit_calls(self, rg: _Region, calls: list[ParsedCall], pos: int) -> None:
         """Announce parsed calls; ``pos`` (where the call text ended) locates their issues."""
+        done = rg.stream_ended  # ended while streaming: only issues the complete parse added remain
+        ended = rg.body.ended if rg.body is not None else []
         for n, c in enumerate(calls):
-            if n == 0 and rg.stream_idx is not None:
+            if n < done:
+                for code, msg in c.issues:
+                    if n >= len(ended) or (code, msg) not in ended[n].issues:
+                        self._issue(code, f"{c.name}: {msg}", pos)
+            elif n == done and rg.stream_idx is not None:
                 self._end_streamed(rg, c, pos, rg.body)
             else:
                 self._emit_call(c, pos)
+        rg.stream_ended = 0
         rg.stream_off = False
         rg.emitted += max(1, len(calls))
         rg.raw = []
