@@ -28,6 +28,7 @@ from ..profile import CodecSpec
 from . import values
 from .argstream import JsonArgStream
 from .callstream import ArgTranscoder, CallList
+from .literalstream import PythonicCallStream, RelaxedArgStream
 from .markers import MarkerSet, Match
 from .scanner import BalancedScanner
 
@@ -507,7 +508,7 @@ class NameJsonBody(Body):
         self.name: str | None = None
         self.cid: str | None = None
         self.scanner: BalancedScanner | None = None
-        self.argstream: JsonArgStream | None = None
+        self.argstream: ArgTranscoder | None = None
         self.phase = "id_first" if self.id_first is not None else "header"
         self._trailer = MarkerSet([(s.trailer.strip(_WS), "t")]) if s.trailer.strip(_WS) else None
 
@@ -585,8 +586,9 @@ class NameJsonBody(Body):
                 else:
                     strings = (('"', '"', True),)
                 self.scanner = BalancedScanner("{[", strings, self.stops)
-                if self.streaming and s.flavor == "json":
-                    self.argstream = JsonArgStream(whole_call=False)
+                if self.streaming:
+                    self.argstream = (RelaxedArgStream(s.string_delims) if s.flavor == "relaxed"
+                                      else JsonArgStream(whole_call=False))
                     self.call_name, self.call_id = self.name, self.cid
                 pos = i
             st, j = self.scanner.feed(text, pos, final)
@@ -1027,8 +1029,13 @@ class PythonicBody(Body):
                     return "more", i
                 return self._reject("not a pythonic call list", i)
             self.scanner = BalancedScanner("[({", (("'", "'", True), ('"', '"', True)), self.stops)
+            if self.streaming:
+                self._start_list()
             pos = i
         st, j = self.scanner.feed(text, pos, final)
+        if self.calllist is not None:
+            self.calllist.feed(text[pos:j])
+            self._sync_head()
         if st == "more":
             if final:
                 # uniform end-of-stream recovery: a complete call missing only its closing ']'
@@ -1050,6 +1057,21 @@ class PythonicBody(Body):
         except ValueError as e:
             return self._reject(str(e), j)
         return "done", j
+
+    def args_closing(self) -> str:
+        return self._list_closing()
+
+    def _start_list(self) -> None:
+        """Each call of the list streams through its own transcoder, ended at its ``)``."""
+        def finish(raw: str) -> ParsedCall | None:
+            try:
+                calls = self._to_calls(raw)
+            except ValueError:
+                return None
+            return calls[0] if len(calls) == 1 else None
+
+        self.calllist = CallList(lambda: PythonicCallStream(self._name_ok), finish,
+                                 lambda t: t.name is not None, trailing_comma=True)
 
     def _feed_lines(self, text: str, pos: int, final: bool) -> tuple[Status, int]:
         """Calls written without list brackets, one per line or comma-separated, up to the call's
