@@ -452,7 +452,7 @@ class RelaxedArgStream(_MemberStream):
             self._vscan -= i
         return len(text)
 
-    def _delim_at(self, w: str, i: int) -> tuple[str, str] | None | bool:
+    def _delim_at(self, w: str, i: int) -> tuple[str, str] | bool | None:
         """The delimiter pair opening at ``w[i]``; True if ``w[i:]`` may still become one."""
         for a, b in self._delims:
             if w.startswith(a, i):
