@@ -82,6 +82,13 @@ class CallList(Generic[T]):
         self._cur: CallSlot[T] | None = None
         self._state = "open"       # open | first | item | after | done
         self.dead = False
+        self._fed = 0
+        self._done_at = -1
+
+    @property
+    def closed_at_end(self) -> bool:
+        """The list closed exactly where the text fed so far ends, every call in it parsed."""
+        return self._state == "done" and not self.dead and self._done_at == self._fed
 
     @property
     def head(self) -> CallSlot[T] | None:
@@ -96,6 +103,8 @@ class CallList(Generic[T]):
     def feed(self, text: str) -> None:
         i = 0
         n = len(text)
+        base = self._fed
+        self._fed += n
         while i < n and not self.dead and self._state != "done":
             cur = self._cur
             if cur is not None:
@@ -133,6 +142,7 @@ class CallList(Generic[T]):
             elif st in ("first", "item"):
                 if c == self._closer and (st == "first" or self._trailing):
                     self._state = "done"
+                    self._done_at = base + i + 1
                     return
                 slot: CallSlot[T] = CallSlot(self._new())
                 self.slots.append(slot)
@@ -142,6 +152,7 @@ class CallList(Generic[T]):
                 i += 1
             elif c == self._closer:
                 self._state = "done"
+                self._done_at = base + i + 1
                 return
             else:
                 self.dead = True

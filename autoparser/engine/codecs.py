@@ -113,6 +113,17 @@ class Body:
         else:
             self.call_name = self.call_id = None
 
+    def _listed_calls(self) -> list[ParsedCall] | None:
+        """A list body that streamed to its end: its calls as parsed one by one while streaming
+        (what parsing the whole list gives, without paying for it twice)."""
+        cl = self.calllist
+        if cl is None or not cl.closed_at_end:
+            return None
+        rest = [slot.parsed for slot in cl.slots]
+        if any(call is None for call in rest):
+            return None
+        return self.ended + [call for call in rest if call is not None]
+
     def _list_closing(self) -> str:
         head = self.calllist.head if self.calllist is not None else None
         return head.stream.closing() if head is not None else ""
@@ -1052,6 +1063,10 @@ class PythonicBody(Body):
             return "more", j
         if st != "done":
             return self._reject("unbalanced call list", j)
+        listed = self._listed_calls()
+        if listed:
+            self.calls = listed
+            return "done", j
         try:
             self.calls = self._to_calls(self.scanner.text())
         except ValueError as e:

@@ -70,8 +70,12 @@ def _esc_end(esc: str, final: bool) -> int:
     return 2
 
 
+_NEEDS_ESCAPE = re.compile(r'["\\\x00-\x1f]')
+
+
 def _json_text(s: str) -> str:
-    return json.dumps(s, ensure_ascii=False)[1:-1]
+    """``s`` as the inside of a JSON string, as ``json.dumps(s, ensure_ascii=False)`` writes it."""
+    return s if _NEEDS_ESCAPE.search(s) is None else json.dumps(s, ensure_ascii=False)[1:-1]
 
 
 class _MemberStream:
@@ -480,10 +484,11 @@ class RelaxedArgStream(_MemberStream):
                 # keep back what may be the start of the closing delimiter
                 cl = self._closer
                 h = n
-                for m in range(min(len(cl) - 1, n - i), 0, -1):
-                    if cl.startswith(w[n - m:]):
-                        h = n - m
-                        break
+                if w.find(cl[0], max(i, n - len(cl) + 1)) >= 0:
+                    for m in range(min(len(cl) - 1, n - i), 0, -1):
+                        if cl.startswith(w[n - m:]):
+                            h = n - m
+                            break
                 if h > i:
                     self.fragments.append(_json_text(w[i:h]))
                 return h
