@@ -325,3 +325,16 @@ def test_random_arguments_stream_to_what_was_written(dialect: str, calls: list[d
         (f"f{n}", a, "ok") for n, a in enumerate(want)]
     whole, _ = feed(dialect, [text])
     assert coalesce([e for ev in per for e in ev]) == coalesce([e for ev in whole for e in ev])
+
+
+def test_text_only_the_complete_parse_reads_still_gives_its_arguments() -> None:
+    """A Python comment, a prefixed string after implicit concatenation: the transcoder stops there;
+    what it sent is a prefix of the parsed arguments' JSON, so the rest of that JSON follows."""
+    text = ("<|tool_call_start|>[f(a='a' r'\\b', c=1), g(x=1,  # note\n y=2), h(z='''q''')]"
+            "<|tool_call_end|>")
+    want = [("f", {"a": "a\\b", "c": 1}, "ok"), ("g", {"x": 1, "y": 2}, "ok"), ("h", {"z": "q"}, "ok")]
+    for chunks in ([text], list(text), [text[:30], text[30:]]):
+        per, res = feed("pythonic", chunks)
+        check_stream(per, "pythonic")
+        assert [(c.name, c.arguments, c.status) for c in res.tool_calls] == want
+        assert "stream_mismatch" not in {i.code for i in res.issues}

@@ -702,10 +702,19 @@ class Parser:
         rg.stream_known = known
         rg.stream_sent = []
 
-    def _finish_stream(self, rg: _Region, body: ArgSource | None) -> dict[str, object] | None:
-        """Send the rest of a streamed call's arguments; their value (None if nothing was sent)."""
+    def _finish_stream(self, rg: _Region, body: ArgSource | None,
+                       parsed: dict[str, Any] | None = None) -> dict[str, object] | None:
+        """Send the rest of a streamed call's arguments; their value (None if nothing was sent).
+
+        ``parsed``: the complete body's arguments. When what was sent is a prefix of their JSON
+        (the transcoder stopped at text only the complete parse understands, such as a Python
+        comment), the rest of that JSON is sent instead of closing what was sent."""
         assert rg.stream_idx is not None
-        rest = (body.take_args() + body.args_closing()) if body is not None else ""
+        rest = body.take_args() if body is not None else ""
+        if body is not None:
+            sent = "".join(rg.stream_sent) + rest if parsed is not None and (rest or rg.stream_sent) else ""
+            full = _DUMPS(parsed) if sent else ""
+            rest += full[len(sent):] if sent and full.startswith(sent) else body.args_closing()
         if rest:
             rg.stream_sent.append(rest)
             self._events.append(ToolCallArgsDelta(rg.stream_idx, rest))
@@ -847,7 +856,7 @@ class Parser:
         """The complete body of a call that was announced early: send the rest, then its end."""
         idx = rg.stream_idx
         assert idx is not None
-        args = self._finish_stream(rg, src)
+        args = self._finish_stream(rg, src, c.arguments)
         rg.stream_idx = None
         status: CallStatus = c.status
         if not rg.stream_known:
