@@ -52,13 +52,14 @@ class ArgTranscoder(Protocol):
 class CallSlot(Generic[T]):
     """One call of a list: its transcoder, its raw text, and its parse once it has closed."""
 
-    __slots__ = ("parsed", "raw", "ready", "stream")
+    __slots__ = ("end", "parsed", "raw", "ready", "stream")
 
     def __init__(self, stream: ArgTranscoder) -> None:
         self.stream = stream
         self.raw: list[str] = []
         self.ready = False
         self.parsed: T | None = None
+        self.end = -1   # where its text ended, as an index into the text of the feed that ended it
 
 
 class CallList(Generic[T]):
@@ -94,13 +95,17 @@ class CallList(Generic[T]):
     def head(self) -> CallSlot[T] | None:
         return self.slots[0] if self.slots else None
 
-    def pop_ended(self) -> T | None:
-        """The head call's parse once it has closed (the slot leaves the queue), else None."""
+    def pop_ended(self) -> tuple[T, int] | None:
+        """The head call's parse once it has closed (the slot leaves the queue) and where its text
+        ended (``CallSlot.end``), else None."""
         if self.slots and self.slots[0].parsed is not None:
-            return self.slots.popleft().parsed
+            slot = self.slots.popleft()
+            assert slot.parsed is not None
+            return slot.parsed, slot.end
         return None
 
-    def feed(self, text: str) -> None:
+    def feed(self, text: str, offset: int = 0) -> None:
+        """Read ``text``; ``offset`` is added to the ``end`` recorded for calls that close in it."""
         i = 0
         n = len(text)
         base = self._fed
@@ -124,6 +129,7 @@ class CallList(Generic[T]):
                     return
                 cur.ready = True
                 cur.parsed = parsed
+                cur.end = offset + i
                 cur.raw = []
                 self._cur = None
                 self._state = "after"

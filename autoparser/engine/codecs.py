@@ -52,6 +52,9 @@ class ParsedCall:
     id: str | None = None
     status: Literal["ok", "repaired", "truncated"] = "ok"
     issues: list[tuple[str, str]] = field(default_factory=list)
+    #: streaming, a call of a list: where its own text ended (an index into the text of the feed
+    #: that parsed it), so that its issues are located the same for every chunking; -1 otherwise
+    end: int = -1
 
 
 class ArgSource(Protocol):
@@ -98,10 +101,13 @@ class Body:
         call of the list becomes the streamed one. None while it has not (and for one-call bodies)."""
         if self.calllist is None:
             return None
-        call = self.calllist.pop_ended()
-        if call is not None:
-            self.ended.append(call)
-            self._sync_head()
+        popped = self.calllist.pop_ended()
+        if popped is None:
+            return None
+        call, end = popped
+        call.end = end
+        self.ended.append(call)
+        self._sync_head()
         return call
 
     def _sync_head(self) -> None:
@@ -272,6 +278,22 @@ def _decode_complete(text: str, i: int) -> tuple[Any, int] | None:
         return None
 
 
+def _mark_element_ends(calls: list[ParsedCall], text: str, i: int) -> None:
+    """Where each element of the complete JSON array at ``text[i]`` ends (``ParsedCall.end``): what
+    streaming the array element by element records, so issues are located the same either way."""
+    k = i + 1
+    for call in calls:
+        while text[k] in _WS:
+            k += 1
+        r = _decode_complete(text, k)
+        if r is None:  # pragma: no cover - the whole array decoded
+            return
+        call.end = k = r[1]
+        while text[k] in _WS:
+            k += 1
+        k += 1  # ',' (or the closing ']')
+
+
 @lru_cache(maxsize=64)
 def _call_head(name_keys: tuple[str, ...], args_keys: tuple[str, ...]) -> re.Pattern[str]:
     """``{"name": "NAME", "arguments": {`` at the start of a call body: a complete name, then the
@@ -359,6 +381,8 @@ class JsonBody(Body):
                     calls = self._calls_from(value)
                     if calls is None:
                         return self._reject("JSON is not a call (no name or arguments)", j)
+                    if self.streaming and first == "[":
+                        _mark_element_ends(calls, text, i)
                     self.calls = calls
                     return "done", j
                 self.scanner = BalancedScanner("{[", (('"', '"', True),), self.stops)
@@ -370,7 +394,7 @@ class JsonBody(Body):
                 return self._reject(f"call body starts with {first!r}, not JSON", i)
         st, j = self.scanner.feed(text, pos, final)
         if self.calllist is not None:
-            self.calllist.feed(text[pos:j])
+            self.calllist.feed(text[pos:j], pos)
             self._sync_head()
         ast = self.argstream
         if ast is not None:
@@ -1045,7 +1069,7 @@ class PythonicBody(Body):
             pos = i
         st, j = self.scanner.feed(text, pos, final)
         if self.calllist is not None:
-            self.calllist.feed(text[pos:j])
+            self.calllist.feed(text[pos:j], pos)
             self._sync_head()
         if st == "more":
             if final:

@@ -682,10 +682,11 @@ class Parser:
             if ended is None:
                 return
             rg.stream_ended += 1
+            at = self._at(ended.end) if ended.end >= 0 else pos
             if rg.stream_idx is not None:
-                self._end_streamed(rg, ended, pos, None)
+                self._end_streamed(rg, ended, at, None)
             else:  # never announced (an unknown tool the policy drops): as without streaming
-                self._emit_call(ended, pos)
+                self._emit_call(ended, at)
             rg.stream_off = False
 
     def _announce(self, rg: _Region, body: ArgSource) -> None:
@@ -845,7 +846,7 @@ class Parser:
             elif n == done and rg.stream_idx is not None:
                 self._end_streamed(rg, c, pos, rg.body)
             else:
-                self._emit_call(c, pos)
+                self._emit_call(c, self._at(c.end) if c.end >= 0 else pos)
         rg.stream_ended = 0
         rg.stream_off = False
         rg.emitted += max(1, len(calls))
