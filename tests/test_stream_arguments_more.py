@@ -356,3 +356,31 @@ def test_issues_of_calls_ended_early_are_located_the_same_for_every_chunking(
     for chunks in (list(text), [text[:40], text[40:]]):
         _, res2 = feed(dialect, chunks, tools=STRICT_TOOLS)
         assert res2.issues == res.issues
+
+
+KNOWN = [{"type": "function", "function": {"name": "known", "parameters": {
+    "type": "object", "properties": {"a": {"type": "string"}}}}}]
+
+
+@pytest.mark.parametrize("policy", ["drop", "forward"])
+@pytest.mark.parametrize("dialect", ["granite", "pythonic"])
+def test_unknown_tools_in_a_list(dialect: str, policy: str) -> None:
+    """A dropped unknown call is never announced, and the known call after it still streams."""
+    z = "z" * 100
+    text = {"granite": '<|tool_call|>[{"name": "other", "arguments": {"a": "x"}}, {"name": "known", '
+                       '"arguments": {"a": "' + z + '"}}, {"name": "other", "arguments": {}}]',
+            "pythonic": f"<|tool_call_start|>[other(a='x'), known(a='{z}'), other()]<|tool_call_end|>"}[dialect]
+    want = [("other", False), ("known", True), ("other", False)] if policy == "forward" else [("known", True)]
+    ref = None
+    for chunks in ([text], list(text), [text[:50], text[50:]]):
+        per, res = feed(dialect, chunks, tools=KNOWN, policy=autoparser.Policy(unknown_tool=policy))
+        check_stream(per, dialect)
+        starts = [e.name for ev in per for e in ev if isinstance(e, ToolCallStart)]
+        assert starts == [n for n, _ in want]
+        assert [(c.name, c.known) for c in res.tool_calls] == want
+        got = (coalesce([e for ev in per for e in ev]), res.issues)
+        assert ref is None or got == ref
+        ref = got
+    per, _ = feed(dialect, list(text), tools=KNOWN, policy=autoparser.Policy(unknown_tool=policy))
+    known_deltas = [e for ev in per for e in ev if isinstance(e, ToolCallArgsDelta) and "z" in e.text]
+    assert len(known_deltas) >= 50
