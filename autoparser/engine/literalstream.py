@@ -430,7 +430,6 @@ class RelaxedArgStream(_MemberStream):
         # longest opener first, as the complete parse tries them
         self._delims = sorted(((a, b) for a, b in string_delims if a and b), key=lambda p: -len(p[0]))
         self._opens = tuple(a for a, _ in self._delims)
-        self._delim_list = [(a, b) for a, b in self._delims]
         self._state = "open"
         self._key = ""
         self._closer = ""
@@ -630,7 +629,7 @@ class RelaxedArgStream(_MemberStream):
 
     def _end_held(self, w: str, start: int, k: int) -> int:
         try:
-            value = values.parse_relaxed_object(w[start:k].strip(_WS), self._delim_list)
+            value = values.parse_relaxed_object(w[start:k].strip(_WS), self._delims)
         except ValueError:
             self._die()
             return len(w)
