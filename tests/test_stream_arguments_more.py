@@ -384,3 +384,18 @@ def test_unknown_tools_in_a_list(dialect: str, policy: str) -> None:
     per, _ = feed(dialect, list(text), tools=KNOWN, policy=autoparser.Policy(unknown_tool=policy))
     known_deltas = [e for ev in per for e in ev if isinstance(e, ToolCallArgsDelta) and "z" in e.text]
     assert len(known_deltas) >= 50
+
+
+@pytest.mark.parametrize("dialect", ["granite", "pythonic"])
+def test_list_cut_between_calls_keeps_the_complete_ones(dialect: str) -> None:
+    """Cut after a complete call, before the next one is certain: the complete call stays, the cut
+    text is dropped (not content), and finish is tool_calls: the client runs what it got."""
+    text = {"granite": '<|tool_call|>[{"name": "get_weather", "arguments": {"city": "Paris"}}, {"name": "sea',
+            "pythonic": "<|tool_call_start|>[get_weather(city='Paris'), sea"}[dialect]
+    for chunks in ([text], list(text)):
+        per, res = feed(dialect, chunks)
+        check_stream(per, dialect)
+        assert [(c.name, c.arguments, c.status) for c in res.tool_calls] == [
+            ("get_weather", {"city": "Paris"}, "ok")]
+        assert res.content == "" and res.finish == "tool_calls"
+        assert "truncated_call" in {i.code for i in res.issues}

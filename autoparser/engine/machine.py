@@ -226,7 +226,6 @@ class Parser:
         self._h_src = _HarmonySource("")
         self._h_name = ""
         self._truncated = False
-        self._cut_in_list = False  # streaming: the output ended inside a list after some of its calls
         self._unclosed_reported = False
         self._skip_ms = MarkerSet(())
         self._handlers = {m: getattr(self, "_m_" + m) for m in (
@@ -263,7 +262,7 @@ class Parser:
 
     def result(self) -> Result:
         finish: Literal["stop", "tool_calls", "length"] = "stop"
-        if self._stream and (self._cut_in_list or any(c.status == "truncated" for c in self._calls)):
+        if self._stream and any(c.status == "truncated" for c in self._calls):
             finish = "length"  # the output was cut inside a call that was already announced
         elif self._calls:
             finish = "tool_calls"
@@ -757,7 +756,7 @@ class Parser:
         assert t is not None
         truncated = body.truncated
         if truncated:
-            self._truncated = self._cut_in_list = True
+            self._truncated = True  # finish stays "tool_calls": complete calls, then cut text
         pol = self.policy.truncated_call if truncated else self.policy.malformed_arguments
         self._issue("truncated_call" if truncated else "invalid_call",
                     f"{body.reason}; the {rg.stream_ended} call(s) before it stay, the rest was dropped",
