@@ -95,6 +95,11 @@ class JsonArgStream:
         self._scalar = ""
         self._top_done = False
 
+    @property
+    def finished(self) -> bool:
+        """The top-level object (the call, or the arguments object) has closed."""
+        return self._top_done
+
     # -- output helpers ---------------------------------------------------------------------------
     def _capturing(self) -> bool:
         return 0 < self._capture <= len(self._stack)
@@ -117,22 +122,24 @@ class JsonArgStream:
         self.fragments.append(text)
 
     # -- the tokenizer ------------------------------------------------------------------------------
-    def feed(self, text: str) -> None:
+    def feed(self, text: str, start: int = 0) -> int:
+        """Consume ``text[start:]``; returns where the top-level object ended (``len(text)`` while
+        it has not), so that a caller reading a list of calls knows where the next one begins."""
         if self.dead or self._top_done:
-            return
-        i = 0
+            return start
+        i = start
         n = len(text)
         while i < n:
             if self._in_str:
                 i = self._string(text, i)
                 if self.dead:
-                    return
+                    return i
                 continue
             if self._scalar:
                 c = text[i]
                 if c in _SCALAR_END:
                     if not self._end_scalar():
-                        return
+                        return i
                     continue
                 self._scalar += c
                 i += 1
@@ -143,10 +150,11 @@ class JsonArgStream:
                 continue
             if not self._token(c):
                 self.dead = True
-                return
+                return i
             i += 1
             if self._top_done:
-                return
+                return i
+        return n
 
     def _string(self, text: str, i: int) -> int:
         n = len(text)

@@ -27,6 +27,8 @@ from typing import Any, Literal, Protocol
 from ..profile import CodecSpec
 from . import values
 from .argstream import JsonArgStream
+from .callstream import ArgTranscoder, CallList
+from .literalstream import PythonicCallStream, RelaxedArgStream
 from .markers import Kind, MarkerSet, Match
 from .scanner import BalancedScanner
 
@@ -50,6 +52,9 @@ class ParsedCall:
     id: str | None = None
     status: Literal["ok", "repaired", "truncated"] = "ok"
     issues: list[tuple[str, str]] = field(default_factory=list)
+    #: streaming, a call of a list: where its own text ended (an index into the text of the feed
+    #: that parsed it), so that its issues are located the same for every chunking; -1 otherwise
+    end: int = -1
 
 
 class ArgSource(Protocol):
@@ -82,10 +87,52 @@ class Body:
         self.streaming = False
         self.call_name: str | None = None
         self.call_id: str | None = None
+        # a body holding a list of calls streams them one by one: those it ended already
+        self.ended: list[ParsedCall] = []
+        self.calllist: CallList[ParsedCall] | None = None
 
     def take_args(self) -> str:
         """Argument JSON text that became certain since the last call (streaming codecs only)."""
-        return ""
+        head = self.calllist.head if self.calllist is not None else None
+        return head.stream.take() if head is not None else ""
+
+    def pop_ended(self) -> ParsedCall | None:
+        """A list body: the streamed call (``call_name``) once its own text has closed; the next
+        call of the list becomes the streamed one. None while it has not (and for one-call bodies)."""
+        if self.calllist is None:
+            return None
+        popped = self.calllist.pop_ended()
+        if popped is None:
+            return None
+        call, end = popped
+        call.end = end
+        self.ended.append(call)
+        self._sync_head()
+        return call
+
+    def _sync_head(self) -> None:
+        """``call_name``/``call_id`` follow the list's oldest call not yet ended, once it is certain."""
+        assert self.calllist is not None
+        head = self.calllist.head
+        if head is not None and head.ready:
+            self.call_name, self.call_id = head.stream.name, head.stream.call_id
+        else:
+            self.call_name = self.call_id = None
+
+    def _listed_calls(self) -> list[ParsedCall] | None:
+        """A list body that streamed to its end: its calls as parsed one by one while streaming
+        (what parsing the whole list gives, without paying for it twice)."""
+        cl = self.calllist
+        if cl is None or not cl.closed_at_end:
+            return None
+        rest = [slot.parsed for slot in cl.slots]
+        if any(call is None for call in rest):
+            return None
+        return self.ended + [call for call in rest if call is not None]
+
+    def _list_closing(self) -> str:
+        head = self.calllist.head if self.calllist is not None else None
+        return head.stream.closing() if head is not None else ""
 
     def args_closing(self) -> str:
         """What closes the argument text taken so far into valid JSON."""
@@ -244,6 +291,22 @@ def _decode_complete(text: str, i: int) -> tuple[Any, int] | None:
         return None
 
 
+def _mark_element_ends(calls: list[ParsedCall], text: str, i: int) -> None:
+    """Where each element of the complete JSON array at ``text[i]`` ends (``ParsedCall.end``): what
+    streaming the array element by element records, so issues are located the same either way."""
+    k = i + 1
+    for call in calls:
+        while text[k] in _WS:
+            k += 1
+        r = _decode_complete(text, k)
+        if r is None:  # pragma: no cover - the whole array decoded
+            return
+        call.end = k = r[1]
+        while text[k] in _WS:
+            k += 1
+        k += 1  # ',' (or the closing ']')
+
+
 @lru_cache(maxsize=64)
 def _call_head(name_keys: tuple[str, ...], args_keys: tuple[str, ...]) -> re.Pattern[str]:
     """``{"name": "NAME", "arguments": {`` at the start of a call body: a complete name, then the
@@ -269,10 +332,34 @@ class JsonBody(Body):
         self._deciders: re.Pattern[str] | None = None
 
     def take_args(self) -> str:
+        if self.calllist is not None:
+            return super().take_args()
         return self.argstream.take() if self.argstream is not None else ""
 
     def args_closing(self) -> str:
+        if self.calllist is not None:
+            return self._list_closing()
         return self.argstream.closing() if self.argstream is not None else ""
+
+    def _start_list(self) -> None:
+        """A JSON array of calls: each element streams through its own transcoder."""
+        sp = self.spec
+        names, args, ids = tuple(sp.name_keys), tuple(sp.args_keys), tuple(sp.id_keys)
+
+        def new_call() -> ArgTranscoder:
+            return JsonArgStream(whole_call=True, name_keys=names, args_keys=args, id_keys=ids,
+                                 function_key=sp.function_key or "", name_as_key=sp.name_as_key,
+                                 name_ok=self._name_ok)
+
+        def finish(raw: str) -> ParsedCall | None:
+            try:
+                return self._call_from(json.loads(raw))
+            except ValueError:
+                return None
+
+        # as for a single object: announced once the name is complete and the arguments opened
+        # (or at once when no id key could still come between them)
+        self.calllist = CallList(new_call, finish, lambda t: t.name is not None and (t.started or not ids))
 
     def _transcode_held(self) -> JsonArgStream:
         sp = self.spec
@@ -310,6 +397,8 @@ class JsonBody(Body):
                     calls = self._calls_from(value)
                     if calls is None:
                         return self._reject("JSON is not a call (no name or arguments)", j)
+                    if self.streaming and first == "[":
+                        _mark_element_ends(calls, text, i)
                     self.calls = calls
                     return "done", j
                 self._stream_json = self.streaming and first == "{"
@@ -317,6 +406,8 @@ class JsonBody(Body):
                 self._short = self._deciders is not None
                 if not self._short:
                     self.scanner = BalancedScanner("{[", (('"', '"', True),), self.stops)
+                if self.streaming and first == "[":
+                    self._start_list()
                 pos = i
             else:
                 return self._reject(f"call body starts with {first!r}, not JSON", i)
@@ -334,6 +425,9 @@ class JsonBody(Body):
             assert self.scanner is not None
             scanner = self.scanner
             st, j = scanner.feed(text, pos, final)
+        if self.calllist is not None:
+            self.calllist.feed(text[pos:j], pos)
+            self._sync_head()
         ast = self.argstream
         if ast is not None:
             ast.feed(text[pos:j])
@@ -564,7 +658,7 @@ class NameJsonBody(Body):
         self.name: str | None = None
         self.cid: str | None = None
         self.scanner: BalancedScanner | None = None
-        self.argstream: JsonArgStream | None = None
+        self.argstream: ArgTranscoder | None = None
         self.phase = "id_first" if self.id_first is not None else "header"
         self._trailer = MarkerSet([(s.trailer.strip(_WS), Kind.trailer)]) if s.trailer.strip(_WS) else None
 
@@ -642,8 +736,9 @@ class NameJsonBody(Body):
                 else:
                     strings = (('"', '"', True),)
                 self.scanner = BalancedScanner("{[", strings, self.stops)
-                if self.streaming and s.flavor == "json":
-                    self.argstream = JsonArgStream(whole_call=False)
+                if self.streaming:
+                    self.argstream = (RelaxedArgStream(s.string_delims) if s.flavor == "relaxed"
+                                      else JsonArgStream(whole_call=False))
                     self.call_name, self.call_id = self.name, self.cid
                 pos = i
             st, j = self.scanner.feed(text, pos, final)
@@ -1084,8 +1179,13 @@ class PythonicBody(Body):
                     return "more", i
                 return self._reject("not a pythonic call list", i)
             self.scanner = BalancedScanner("[({", (("'", "'", True), ('"', '"', True)), self.stops)
+            if self.streaming:
+                self._start_list()
             pos = i
         st, j = self.scanner.feed(text, pos, final)
+        if self.calllist is not None:
+            self.calllist.feed(text[pos:j], pos)
+            self._sync_head()
         if st == "more":
             if final:
                 # uniform end-of-stream recovery: a complete call missing only its closing ']'
@@ -1102,11 +1202,30 @@ class PythonicBody(Body):
             return "more", j
         if st != "done":
             return self._reject("unbalanced call list", j)
+        listed = self._listed_calls()
+        if listed:
+            self.calls = listed
+            return "done", j
         try:
             self.calls = self._to_calls(self.scanner.text())
         except ValueError as e:
             return self._reject(str(e), j)
         return "done", j
+
+    def args_closing(self) -> str:
+        return self._list_closing()
+
+    def _start_list(self) -> None:
+        """Each call of the list streams through its own transcoder, ended at its ``)``."""
+        def finish(raw: str) -> ParsedCall | None:
+            try:
+                calls = self._to_calls(raw)
+            except ValueError:
+                return None
+            return calls[0] if len(calls) == 1 else None
+
+        self.calllist = CallList(lambda: PythonicCallStream(self._name_ok), finish,
+                                 lambda t: t.name is not None, trailing_comma=True)
 
     def _feed_lines(self, text: str, pos: int, final: bool) -> tuple[Status, int]:
         """Calls written without list brackets, one per line or comma-separated, up to the call's

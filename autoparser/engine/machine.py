@@ -196,6 +196,7 @@ class _Region:
     stream_known: bool = True
     stream_off: bool = False
     stream_sent: list[str] = field(default_factory=list)
+    stream_ended: int = 0       # calls of the current body (a list) already ended while streaming
 
 
 class Parser:
@@ -559,8 +560,8 @@ class Parser:
         ``_wait`` tells the loop to keep it as the carry), and its name announced once it is
         complete (streaming), as the region path announces it; its arguments are sent whole when
         it ends, as the region path sends a short body's (``codecs._STREAM_AFTER``). So a short
-        call costs one decode however it is chunked. Anything else (a body that is not a call, a
-        long body, the end of the stream) goes to the region path (``_release``), which reads
+        call costs one decode however it is chunked. Anything else (a body that is not a call, an
+        array of calls, a long body, the end of the stream) goes to the region path (``_release``), which reads
         the same text, a call announced while held staying announced.
         ``tests/test_fast_paths.py`` feeds both paths the same inputs and compares the events.
         """
@@ -571,11 +572,10 @@ class Parser:
         hold = not final and n - m.end <= _HOLD
         if k == n:
             return self._hold(m, w, k) if hold else self._release(m)
-        first = w[k]
-        arr = self._c.array
-        if not ((first == "{" and arr != "require") or (first == "[" and arr != "never")):
+        # one object (an array of calls goes to the region path, which streams it call by call)
+        if w[k] != "{" or self._c.array == "require":
             return self._release(m)
-        if w.find("}" if first == "{" else "]", k) < 0:
+        if w.find("}", k) < 0:
             return self._hold(m, w, k) if hold else self._release(m)
         try:
             value, j = _DECODE(w, k)
@@ -764,13 +764,15 @@ class Parser:
         st, j = body.feed(w, i, final)
         if j > i:
             rg.raw.append(w[i:j])
-        if body.streaming and not rg.stream_off:
-            self._stream_call(rg, body)
+        if body.streaming:
+            self._stream_call(rg, body, self._at(j))
         if st == "more":
             return j
         if st == "reject":
             if rg.stream_idx is not None:
                 return self._end_started(rg, body, j)
+            if rg.stream_ended:
+                return self._drop_rest(rg, body, j)
             return self._reject(rg, w, j, truncated=body.truncated, reason=body.reason)
         self._emit_calls(rg, body.calls, self._at(j))
         rg.body = None
@@ -822,30 +824,55 @@ class Parser:
         self._end_region()
         return k
 
-    def _stream_call(self, rg: _Region, body: ArgSource) -> None:
-        """Announce the call once its name is certain, then send what its arguments made certain."""
-        if rg.stream_idx is None:
-            name = body.call_name
-            if name is None:
+    def _stream_call(self, rg: _Region, body: ArgSource, pos: int = 0) -> None:
+        """Announce the call once its name is certain, then send what its arguments made certain.
+        A list body ends each of its calls as soon as that call's text has closed."""
+        while True:
+            if rg.stream_idx is None and not rg.stream_off:
+                self._announce(rg, body)
+            if rg.stream_idx is not None:
+                text = body.take_args()
+                if text:
+                    rg.stream_sent.append(text)
+                    self._events.append(ToolCallArgsDelta(rg.stream_idx, text))
+            ended = body.pop_ended() if isinstance(body, Body) else None
+            if ended is None:
                 return
-            known = not self._have_tools or name in self._schemas
-            if not known and self.policy.unknown_tool != "forward":
-                rg.stream_off = True  # dropped or raised on at the end, as without streaming
-                return
-            idx = self._start_call(name, body.call_id)
-            rg.stream_idx = idx
-            rg.stream_id = body.call_id or f"call_{idx}"
-            rg.stream_known = known
-            rg.stream_sent = []
-        text = body.take_args()
-        if text:
-            rg.stream_sent.append(text)
-            self._events.append(ToolCallArgsDelta(rg.stream_idx, text))
+            rg.stream_ended += 1
+            at = self._at(ended.end) if ended.end >= 0 else pos
+            if rg.stream_idx is not None:
+                self._end_streamed(rg, ended, at, None)
+            else:  # never announced (an unknown tool the policy drops): as without streaming
+                self._emit_call(ended, at)
+            rg.stream_off = False
 
-    def _finish_stream(self, rg: _Region, body: ArgSource | None) -> dict[str, object] | None:
-        """Send the rest of a streamed call's arguments; their value (None if nothing was sent)."""
+    def _announce(self, rg: _Region, body: ArgSource) -> None:
+        name = body.call_name
+        if name is None:
+            return
+        known = not self._have_tools or name in self._schemas
+        if not known and self.policy.unknown_tool != "forward":
+            rg.stream_off = True  # dropped or raised on at the end, as without streaming
+            return
+        idx = self._start_call(name, body.call_id)
+        rg.stream_idx = idx
+        rg.stream_id = body.call_id or f"call_{idx}"
+        rg.stream_known = known
+        rg.stream_sent = []
+
+    def _finish_stream(self, rg: _Region, body: ArgSource | None,
+                       parsed: dict[str, Any] | None = None) -> dict[str, object] | None:
+        """Send the rest of a streamed call's arguments; their value (None if nothing was sent).
+
+        ``parsed``: the complete body's arguments. When what was sent is a prefix of their JSON
+        (the transcoder stopped at text only the complete parse understands, such as a Python
+        comment), the rest of that JSON is sent instead of closing what was sent."""
         assert rg.stream_idx is not None
-        rest = (body.take_args() + body.args_closing()) if body is not None else ""
+        rest = body.take_args() if body is not None else ""
+        if body is not None:
+            sent = "".join(rg.stream_sent) + rest if parsed is not None and (rest or rg.stream_sent) else ""
+            full = _DUMPS(parsed) if sent else ""
+            rest += full[len(sent):] if sent and full.startswith(sent) else body.args_closing()
         if rest:
             rg.stream_sent.append(rest)
             self._events.append(ToolCallArgsDelta(rg.stream_idx, rest))
@@ -878,6 +905,26 @@ class Parser:
         self._calls.append((name, args, rg.stream_id, status, rg.stream_known))
         rg.stream_idx = None
         self._end_region()
+        return j
+
+    def _drop_rest(self, rg: _Region, body: Body, j: int) -> int:
+        """A list body that ended calls while streaming, then broke: those calls stay (nothing is
+        taken back); the rest of its text is dropped, with an issue."""
+        t = self.profile.tools
+        assert t is not None
+        truncated = body.truncated
+        if truncated:
+            self._truncated = True  # finish stays "tool_calls": complete calls, then cut text
+        pol = self.policy.truncated_call if truncated else self.policy.malformed_arguments
+        self._issue("truncated_call" if truncated else "invalid_call",
+                    f"{body.reason}; the {rg.stream_ended} call(s) before it stay, the rest was dropped",
+                    self._at(j), "raise" if pol == "raise" else "")
+        rg.stream_ended = 0
+        closes = t.section_close if rg.via is Kind.section else t.call_close or t.section_close
+        self._end_region()
+        if not truncated and closes:
+            self._mode = SKIP
+            self._skip_ms = self._c.skip_section if rg.via is Kind.section else self._c.skip_call
         return j
 
     def _start_call(self, name: str, cid: str | None) -> int:
@@ -945,11 +992,18 @@ class Parser:
 
     def _emit_calls(self, rg: _Region, calls: list[ParsedCall], pos: int) -> None:
         """Announce parsed calls; ``pos`` (where the call text ended) locates their issues."""
+        done = rg.stream_ended  # ended while streaming: only issues the complete parse added remain
+        ended = rg.body.ended if rg.body is not None else []
         for n, c in enumerate(calls):
-            if n == 0 and rg.stream_idx is not None:
+            if n < done:
+                for code, msg in c.issues:
+                    if n >= len(ended) or (code, msg) not in ended[n].issues:
+                        self._issue(code, f"{c.name}: {msg}", pos)
+            elif n == done and rg.stream_idx is not None:
                 self._end_streamed(rg, c, pos, rg.body)
             else:
-                self._emit_call(c, pos)
+                self._emit_call(c, self._at(c.end) if c.end >= 0 else pos)
+        rg.stream_ended = 0
         rg.stream_off = False
         rg.emitted += max(1, len(calls))
         rg.raw = []
@@ -959,7 +1013,7 @@ class Parser:
         """The complete body of a call that was announced early: send the rest, then its end."""
         idx = rg.stream_idx
         assert idx is not None
-        args = self._finish_stream(rg, src)
+        args = self._finish_stream(rg, src, c.arguments)
         rg.stream_idx = None
         status: CallStatus = c.status
         if not rg.stream_known:
