@@ -241,7 +241,7 @@ def test_issue_after_a_rejected_call_points_at_its_own_text() -> None:
     repaired = '<tool_call>{"name": "get_weather", "arguments": {"city": "P"}</tool_call>'
     text = rejected + repaired
     for stream in (True, False):
-        _, res = run(lambda: autoparser.get_profile("hermes").parser(stream_arguments=stream), [text])
+        _, res = run(lambda mode=stream: autoparser.get_profile("hermes").parser(stream_arguments=mode), [text])
         codes = {i.code: i.position for i in res.issues}
         # the repair is where the body ended: at the second call's end marker
         assert codes["repaired_arguments"] == text.rindex("</tool_call>")

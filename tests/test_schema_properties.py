@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from autoparser.engine.values import check_arguments, coerce_text
+from autoparser.engine.values import check_arguments, coerce_text, quick_check
 
 jsonschema = pytest.importorskip("jsonschema", reason="the reference validator (jsonschema) is not installed")
 referencing = pytest.importorskip("referencing")
@@ -145,6 +145,14 @@ def test_verdict_equals_reference(name: str, data: st.DataObject) -> None:
     expected_valid = reference(schema).is_valid(arguments)
     problems = check_arguments(arguments, schema)
     assert (problems == []) == expected_valid, (arguments, [str(p) for p in problems])
+    # the engine's per-call fast check (returns: valid; raises: ask check_arguments) agrees
+    try:
+        quick_check(schema)(arguments)
+    except Exception:
+        quick_valid = False
+    else:
+        quick_valid = True
+    assert quick_valid == expected_valid, arguments
     if problems:
         # every problem sits at a path where the reference also sees an error (or below one)
         seen = {tuple(error.absolute_path) for error in reference(schema).iter_errors(arguments)}

@@ -100,7 +100,7 @@ def test_hermes_special_call_is_a_call_at_every_split() -> None:
     for cut in range(len(whole) + 1):
         events, res = run(prof, split_ordinary(pieces, [cut]), HERMES_SPECIAL)
         assert res == reference, cut
-        assert [e for e in events if isinstance(e, ToolCallEnd)][0].arguments == {"city": "Paris", "days": 3}
+        assert next(e for e in events if isinstance(e, ToolCallEnd)).arguments == {"city": "Paris", "days": 3}
 
 
 def test_lookalike_inside_arguments_is_argument_text() -> None:

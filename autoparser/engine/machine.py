@@ -137,6 +137,7 @@ class _Compiled:
         self.whole_calls = False
         self.array = "never"
         self.plain_close = ""
+        self.at_start_of_carry: dict[str, Match] = {}
         if t is not None:
             self.body_stops = MarkerSet([(m, Kind.c_close) for m in t.call_close]
                                         + [(m, Kind.s_close) for m in t.section_close])
@@ -157,6 +158,8 @@ class _Compiled:
                                    + look + look_start)
             # complete calls found whole in the working text take one short path (``_whole_call``)
             self.whole_calls = (t.codec.kind == "json" and t.alt_codec is None and bool(t.call_close))
+            # a held call's marker where the next chunk's working text has it (``Parser._hold``)
+            self.at_start_of_carry = {m: Match(0, len(m), m, Kind.call) for m in t.call_open}
             self.array = t.codec.array
             # the one end marker, when no other marker after a call starts with it (then finding
             # it is a ``startswith``)
@@ -212,7 +215,7 @@ class Parser:
         self._schemas = values.tool_schemas(tools)
         # per tool, the schema test of the common case (valid arguments), made when the tool's
         # first call reports its unusable-schema notes (once per tool)
-        self._passes: dict[str, Callable[[dict[str, Any]], bool]] = {}
+        self._passes: dict[str, Callable[[dict[str, Any]], object]] = {}
         self._have_tools = tools is not None
         self._c = _compiled(profile)
         r = profile.reasoning
@@ -622,7 +625,7 @@ class Parser:
         if self._stream and self._held_call is None and w.find("{", k + 1) > k and w.startswith("{", k):
             self._announce_held(w, k)
         self._wait = True
-        self._held_match = m if m.start == 0 else Match(0, m.end - m.start, m.marker, m.kind)
+        self._held_match = m if m.start == 0 else self._c.at_start_of_carry[m.marker]
         return m.start
 
     def _announce_held(self, w: str, k: int) -> None:
@@ -1041,8 +1044,12 @@ class Parser:
         if quick is None:
             for note in values.schema_notes(schema):
                 self._issue("schema_unusable", f"{name}: {note}", pos)
-            quick = self._passes[name] = values.passes(schema)
-        if quick(arguments):
+            quick = self._passes[name] = values.quick_check(schema)
+        try:
+            quick(arguments)
+        except Exception:  # a problem, or a check that could not tell: the full check decides
+            pass
+        else:
             return status
         problems = values.validate_arguments(arguments, schema)
         if problems:

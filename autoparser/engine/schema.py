@@ -39,7 +39,7 @@ __all__ = [
     "check_arguments",
     "draft07_view",
     "inline_refs",
-    "passes",
+    "quick_check",
     "resolve_ref",
 ]
 
@@ -444,32 +444,24 @@ def schema_notes(schema: Mapping[str, Any] | None) -> tuple[str, ...]:
     return compiled(schema).notes
 
 
-def passes(schema: Mapping[str, Any] | None) -> Callable[[dict[str, Any]], bool]:
-    """A test that is True when arguments certainly have no problem against ``schema``.
+def quick_check(schema: Mapping[str, Any] | None) -> Callable[[dict[str, Any]], object]:
+    """A check that returns when arguments certainly match ``schema`` and raises otherwise.
 
-    The per-call fast path (the engine keeps one per tool): False means "ask
-    ``check_arguments``", which then finds the problems (or none, for a validator that failed
-    in some unexpected way), so the verdict is always ``check_arguments``'s.
+    The per-call fast path (the engine keeps one per tool): it is the compiled validator itself,
+    so a valid call costs the validator and nothing else. Raising means "ask
+    ``check_arguments``", which then finds the problems (or none, for a validator that failed in
+    some unexpected way), so the verdict is always ``check_arguments``'s.
     """
     if type(schema) is not dict and not isinstance(schema, Mapping):
-        return _always
+        return _no_check
     found = compiled(schema)
-    validate = found.validate
-    if validate is None or found.failures is None:
-        return _always
-
-    def test(arguments: dict[str, Any]) -> bool:
-        try:
-            validate(arguments)
-        except Exception:  # a failure, or anything else: check_arguments decides
-            return False
-        return True
-
-    return test
+    if found.validate is None or found.failures is None:
+        return _no_check
+    return found.validate
 
 
-def _always(arguments: dict[str, Any]) -> bool:
-    return True
+def _no_check(arguments: dict[str, Any]) -> None:
+    return None
 
 
 def check_arguments(arguments: object, schema: Mapping[str, Any] | None) -> list[Problem]:

@@ -837,17 +837,18 @@ def check_arguments(arguments: Mapping[str, Any], schema: Mapping[str, Any] | No
         return []
 
 
-def passes(schema: Mapping[str, Any] | None) -> Callable[[dict[str, Any]], bool]:
-    """A per-tool test of the common case: True when arguments certainly match ``schema``
-    (``schema.passes``); False sends the call to ``validate_arguments``. Never raises."""
+def quick_check(schema: Mapping[str, Any] | None) -> Callable[[dict[str, Any]], object]:
+    """A per-tool check of the common case: returns when arguments certainly match ``schema``,
+    raises otherwise (then ``validate_arguments`` decides; ``schema.quick_check``). Making it
+    never raises."""
     try:
-        return schema_mod.passes(schema)
+        return schema_mod.quick_check(schema)
     except Exception:  # the no-raise guarantee; not expected to trigger
-        return _never
+        return _undecided
 
 
-def _never(arguments: dict[str, Any]) -> bool:
-    return False
+def _undecided(arguments: dict[str, Any]) -> object:
+    raise ValueError("not checked")
 
 
 def schema_notes(schema: Mapping[str, Any] | None) -> tuple[str, ...]:
