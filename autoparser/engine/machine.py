@@ -344,12 +344,8 @@ class Parser:
                 self._pos = base + n
                 return
             if self._push is not None:
-                push = self._push
-                self._push = None
-                w = push + w[j:]
+                w, base = self._reread(w, j, base)
                 n = len(w)
-                base += j - len(push)
-                self._pos = base  # positions (``_at``) count from the start of ``w``
             else:
                 i = j
         handlers = self._handlers
@@ -366,12 +362,8 @@ class Parser:
                 i = j
                 break
             if self._push is not None:
-                push = self._push
-                self._push = None
-                w = push + w[j:]
+                w, base = self._reread(w, j, base)
                 n = len(w)
-                base += j - len(push)
-                self._pos = base  # positions (``_at``) count from the start of ``w``
                 i = 0
                 continue
             if j == i and mode == self._mode:
@@ -381,6 +373,16 @@ class Parser:
             i = j
         pending.carry = w[i:]
         self._pos = base + i
+
+    def _reread(self, w: str, j: int, base: int) -> tuple[str, int]:
+        """The working text once a handler pushed text back: that text, then ``w`` from ``j``;
+        and where it starts in the output (positions, ``_at``, count from there)."""
+        push = self._push
+        assert push is not None
+        self._push = None
+        base += j - len(push)
+        self._pos = base
+        return push + w[j:], base
 
     def _at(self, i: int) -> int:
         return self._pos + i
