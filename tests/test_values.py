@@ -1120,3 +1120,24 @@ def test_validate_degenerate_inputs() -> None:
 def test_validate_never_raises(arguments: dict[str, Any], schema: Any) -> None:
     problems = validate_arguments(arguments, schema)
     assert isinstance(problems, list) and all(isinstance(p, str) for p in problems)
+
+
+@settings(max_examples=200, deadline=None)
+@given(parts=st.lists(st.tuples(st.sampled_from(["f", "ns.g", "café", "Ünï.x"]),
+                                st.sampled_from(["a", "ß", "k"]),
+                                st.sampled_from(["1", "'é'", "[1,\n 2]", '"x\\ny"', "{'k': 'v'}"]),
+                                st.sampled_from(["", " ", "\n", "\r\n", "\r", "\n  "])),
+                      min_size=1, max_size=6))
+def test_source_segments_equal_the_standard_function(parts: list[tuple[str, str, str, str]]) -> None:
+    """The one-split segment reader of pythonic calls says what ast.get_source_segment says."""
+    import ast
+
+    from autoparser.engine.values import _Segments
+
+    source = "[" + ",".join(f"{gap}{name}({gap}{key}={gap}{value})" for name, key, value, gap in parts) + "]"
+    tree = ast.parse(source, mode="eval")
+    segments = _Segments(source)
+    nodes = [n for n in ast.walk(tree) if hasattr(n, "end_col_offset")]
+    assert nodes
+    for node in nodes:
+        assert segments.of(node) == ast.get_source_segment(source, node)

@@ -547,7 +547,42 @@ _DOTTED_NAME_RE = re.compile(r"[^\W\d]\w*(?:\.[^\W\d]\w*)*")
 _KEYWORD_NAME_RE = re.compile(r"\s*([^\W\d]\w*)\s*=")
 
 
-def _call_name(node: ast.expr, source: str) -> str:
+#: a source line as Python's tokenizer counts them (``\r\n``, ``\r`` or ``\n`` ends one)
+_SOURCE_LINE = re.compile(r"[^\r\n]*(?:\r\n|[\r\n])|[^\r\n]+\Z")
+
+
+class _Segments:
+    """``ast.get_source_segment`` for many nodes of one source.
+
+    The standard function splits the whole source, character by character, on every call, so a
+    list of N calls cost N times its length; here the lines are split once and each is encoded
+    (AST column offsets count UTF-8 bytes) when first needed.
+    """
+
+    def __init__(self, source: str) -> None:
+        self._lines = _SOURCE_LINE.findall(source)
+        self._encoded: dict[int, bytes] = {}
+
+    def _line(self, number: int) -> bytes:
+        line = self._encoded.get(number)
+        if line is None:
+            line = self._encoded[number] = self._lines[number].encode()
+        return line
+
+    def of(self, node: ast.AST) -> str | None:
+        end_lineno = getattr(node, "end_lineno", None)
+        end_col = getattr(node, "end_col_offset", None)
+        if end_lineno is None or end_col is None:
+            return None
+        first, col = node.lineno - 1, node.col_offset  # type: ignore[attr-defined]
+        last = end_lineno - 1
+        if first == last:
+            return self._line(first)[col:end_col].decode()
+        return (self._line(first)[col:].decode() + "".join(self._lines[first + 1:last])
+                + self._line(last)[:end_col].decode())
+
+
+def _call_name(node: ast.expr, source: _Segments) -> str:
     """The called name of a pythonic call: ``f`` or a dotted ``functions.f``, as written."""
     parts: list[str] = []
     current = node
@@ -558,7 +593,7 @@ def _call_name(node: ast.expr, source: str) -> str:
         raise ValueError("a tool call must call a plain or dotted name")
     parts.append(current.id)
     name = ".".join(reversed(parts))
-    segment = ast.get_source_segment(source, node)
+    segment = source.of(node)
     if segment is not None:
         compact = re.sub(r"\s+", "", segment)
         if _DOTTED_NAME_RE.fullmatch(compact):
@@ -566,10 +601,10 @@ def _call_name(node: ast.expr, source: str) -> str:
     return name
 
 
-def _keyword_name(keyword: ast.keyword, source: str) -> str:
+def _keyword_name(keyword: ast.keyword, source: _Segments) -> str:
     """A keyword argument's name as written (see ``_call_name`` on normalisation)."""
     assert keyword.arg is not None
-    segment = ast.get_source_segment(source, keyword)
+    segment = source.of(keyword)
     if segment is not None:
         match = _KEYWORD_NAME_RE.match(segment)
         if match is not None:
@@ -590,18 +625,19 @@ def parse_python_calls(text: str) -> list[tuple[str, dict[str, Any]]]:
     body = _parse_expression(source)
     calls: list[ast.expr] = list(body.elts) if isinstance(body, (ast.List, ast.Tuple)) else [body]
     result: list[tuple[str, dict[str, Any]]] = []
+    segments = _Segments(source)
     try:
         for call in calls:
             if not isinstance(call, ast.Call):
                 raise ValueError(f"expected a call, found {type(call).__name__}")
-            name = _call_name(call.func, source)
+            name = _call_name(call.func, segments)
             if call.args:
                 raise ValueError(f"call to {name!r} has positional arguments; only keywords are allowed")
             kwargs: dict[str, Any] = {}
             for keyword in call.keywords:
                 if keyword.arg is None:
                     raise ValueError(f"call to {name!r} uses ** unpacking")
-                key = _keyword_name(keyword, source)
+                key = _keyword_name(keyword, segments)
                 if key in kwargs:
                     raise ValueError(f"call to {name!r} repeats keyword argument {key!r}")
                 kwargs[key] = _literal_value(keyword.value)
