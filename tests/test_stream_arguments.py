@@ -233,3 +233,21 @@ def test_strict_policy_raises_on_a_call_cut_after_its_start() -> None:
     with pytest.raises(autoparser.ParseError) as info:
         p.close()
     assert info.value.code == "truncated_call"
+
+
+@pytest.mark.parametrize("dialect,text", [
+    ("hermes", '<tool_call>{"name": "get_weather", "arguments": {"city": "Paris", "days": }}</tool_call>after'),
+    ("kimi-k2", "<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>"
+                '{"city": "Paris", "days": }<|tool_call_end|><|tool_calls_section_end|>after'),
+])
+def test_malformed_call_after_its_start_keeps_its_end_marker_out_of_the_content(dialect: str, text: str) -> None:
+    """The rest of an announced call's text, end marker included, is the call's, not content."""
+    for cut in range(len(text) + 1):
+        p = autoparser.get_profile(dialect).parser()
+        p.feed(text[:cut])
+        p.feed(text[cut:])
+        p.close()
+        res = p.result()
+        assert res.content == "after", cut
+        assert [(c.name, c.arguments, c.status) for c in res.tool_calls] == [
+            ("get_weather", {"city": "Paris"}, "invalid")], cut

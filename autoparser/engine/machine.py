@@ -910,7 +910,21 @@ class Parser:
         self._calls.append((name, args, rg.stream_id, status, rg.stream_known))
         rg.stream_idx = None
         self._end_region()
+        if not truncated:
+            # the rest of a malformed call's text is the call's (its end marker too), never content
+            self._skip_rest(rg)
         return j
+
+    def _skip_rest(self, rg: _Region) -> None:
+        """Read on, dropping text, past the end marker of a call (or of its section) whose text
+        cannot be used; nothing to skip to when the dialect has no end marker."""
+        t = self.profile.tools
+        if t is None or rg.via not in (Kind.section, Kind.call):
+            return
+        closes = t.section_close if rg.via is Kind.section else t.call_close or t.section_close
+        if closes:
+            self._mode = SKIP
+            self._skip_ms = self._c.skip_section if rg.via is Kind.section else self._c.skip_call
 
     def _drop_rest(self, rg: _Region, body: Body, j: int) -> int:
         """A list body that ended calls while streaming, then broke: those calls stay (nothing is
@@ -925,11 +939,9 @@ class Parser:
                     f"{body.reason}; the {rg.stream_ended} call(s) before it stay, the rest was dropped",
                     self._at(j), "raise" if pol == "raise" else "")
         rg.stream_ended = 0
-        closes = t.section_close if rg.via is Kind.section else t.call_close or t.section_close
         self._end_region()
-        if not truncated and closes:
-            self._mode = SKIP
-            self._skip_ms = self._c.skip_section if rg.via is Kind.section else self._c.skip_call
+        if not truncated:
+            self._skip_rest(rg)
         return j
 
     def _start_call(self, name: str, cid: str | None) -> int:
@@ -960,10 +972,8 @@ class Parser:
         self._region = None
         self._mode = CONTENT
         if recovery == "drop":
-            closes = t.section_close if rg.via is Kind.section else t.call_close or t.section_close
-            if not truncated and closes:
-                self._mode = SKIP
-                self._skip_ms = self._c.skip_section if rg.via is Kind.section else self._c.skip_call
+            if not truncated:
+                self._skip_rest(rg)
             return j
         if rg.via is Kind.look and not rg.emitted:
             # the lookahead marker was not a call: its first character is content, read on after it
