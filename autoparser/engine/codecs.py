@@ -32,7 +32,7 @@ from .literalstream import PythonicCallStream, RelaxedArgStream
 from .markers import Kind, MarkerSet, Match
 from .scanner import BalancedScanner
 
-__all__ = ["ArgSource", "Body", "JsonBody", "ParsedCall", "make_body"]
+__all__ = ["ArgSource", "Body", "JsonBody", "ParsedCall", "head_name", "make_body"]
 
 Status = Literal["more", "done", "reject"]
 _WS = " \t\r\n"
@@ -316,6 +316,16 @@ def _call_head(name_keys: tuple[str, ...], args_keys: tuple[str, ...]) -> re.Pat
     return re.compile(r'\{\s*(?:' + alt + r')\s*:\s*"([^"\\\x00-\x1f]*)"\s*,\s*(?:' + args + r')\s*:\s*\{')
 
 
+def head_name(spec: CodecSpec, text: str, pos: int = 0) -> str | None:
+    """The name of a JSON call body at ``text[pos]`` once its head, ``{"name": "NAME",
+    "arguments": {``, is all there (None before, or for a layout that names the call otherwise).
+    Streaming announces a call here: what follows the head cannot make it anything but a call."""
+    if spec.name_as_key:
+        return None
+    head = _call_head(tuple(spec.name_keys), tuple(spec.args_keys)).match(text, pos)
+    return head.group(1) if head is not None else None
+
+
 class JsonBody(Body):
     """One JSON object per call, or a JSON array of them."""
 
@@ -326,7 +336,6 @@ class JsonBody(Body):
         self._stream_json = False
         self._held: list[str] = []
         self._held_len = 0
-        self._head: re.Pattern[str] | None = None
         # the short-body phase (see ``_feed_short``): on until a character that can decide appears
         self._short = False
         self._deciders: re.Pattern[str] | None = None
@@ -484,9 +493,6 @@ class JsonBody(Body):
     def calls_from(self, value: Any) -> list[ParsedCall] | None:
         """The calls a complete decoded body holds (None: it is not a call); keeps no state, so
         the machine's whole-call path reuses one body for every call."""
-        if type(value) is dict:
-            call = self._call_from(value)
-            return [call] if call is not None else None
         return self._calls_from(value)
 
     def _feed_short(self, text: str, pos: int, final: bool) -> tuple[Status, int] | None:
@@ -537,12 +543,10 @@ class JsonBody(Body):
         return "more", len(text)
 
     def _name_from_head(self) -> None:
-        """Announce the call once ``{"name": "NAME", "arguments": {`` is all there."""
-        if self._head is None:
-            self._head = _call_head(tuple(self.spec.name_keys), tuple(self.spec.args_keys))
-        head = self._head.match(self._held[0] if len(self._held) == 1 else "".join(self._held))
-        if head is not None and self._name_ok(head.group(1)):
-            self.call_name = head.group(1)
+        """Announce the call once its head is all there (``head_name``)."""
+        name = head_name(self.spec, self._held[0] if len(self._held) == 1 else "".join(self._held))
+        if name is not None and self._name_ok(name):
+            self.call_name = name
 
     def _calls_from(self, value: Any) -> list[ParsedCall] | None:
         items = value if isinstance(value, list) else [value]

@@ -60,7 +60,7 @@ from ..policy import Policy
 from ..profile import Profile
 from ..result import Issue, Result, ToolCall
 from . import values
-from .codecs import _STREAM_AFTER, ArgSource, Body, JsonBody, ParsedCall, _call_head, make_body
+from .codecs import _STREAM_AFTER, ArgSource, Body, JsonBody, ParsedCall, head_name, make_body
 from .harmony import Harmony, HarmonyMarkers
 from .markers import Kind, MarkerSet, Match
 from .pending import Pending
@@ -631,25 +631,16 @@ class Parser:
         return m.start
 
     def _announce_held(self, w: str, k: int) -> None:
-        """Announce a held call once ``{"name": "NAME", "arguments": {`` is all there, as the
-        region path announces it (``JsonBody._name_from_head``, then ``_stream_call``)."""
+        """Announce a held call once its head is all there, as the region path does
+        (``codecs.head_name``, then ``_announce``)."""
         t = self.profile.tools
         assert t is not None
-        if t.codec.name_as_key:
-            return
-        head = _call_head(t.codec.name_keys, t.codec.args_keys).match(w, k)
-        if head is None or not head.group(1):
-            return
-        name = head.group(1)
-        known = not self._have_tools or name in self._schemas
-        if not known and self.policy.unknown_tool != "forward":
-            return  # never announced: dropped or raised on at its end, as in the region path
-        rg = _Region(Kind.call, "")
-        idx = self._start_call(name, None)
-        rg.stream_idx = idx
-        rg.stream_id = f"call_{idx}"
-        rg.stream_known = known
-        self._held_call = rg
+        name = head_name(t.codec, w, k)
+        if name:
+            rg = _Region(Kind.call, "")
+            self._announce(rg, name, None)
+            if rg.stream_idx is not None:  # (an unknown tool the policy drops is never announced)
+                self._held_call = rg
 
     def _release(self, m: Match) -> int | None:
         """The held text goes to the region path; a call announced while held stays announced."""
@@ -833,8 +824,8 @@ class Parser:
         """Announce the call once its name is certain, then send what its arguments made certain.
         A list body ends each of its calls as soon as that call's text has closed."""
         while True:
-            if rg.stream_idx is None and not rg.stream_off:
-                self._announce(rg, body)
+            if rg.stream_idx is None and not rg.stream_off and body.call_name is not None:
+                self._announce(rg, body.call_name, body.call_id)
             if rg.stream_idx is not None:
                 text = body.take_args()
                 if text:
@@ -851,17 +842,15 @@ class Parser:
                 self._emit_call(ended, at)
             rg.stream_off = False
 
-    def _announce(self, rg: _Region, body: ArgSource) -> None:
-        name = body.call_name
-        if name is None:
-            return
+    def _announce(self, rg: _Region, name: str, call_id: str | None) -> None:
+        """Start the call ``rg`` streams, unless it is to a tool the policy drops or raises on."""
         known = not self._have_tools or name in self._schemas
         if not known and self.policy.unknown_tool != "forward":
             rg.stream_off = True  # dropped or raised on at the end, as without streaming
             return
-        idx = self._start_call(name, body.call_id)
+        idx = self._start_call(name, call_id)
         rg.stream_idx = idx
-        rg.stream_id = body.call_id or f"call_{idx}"
+        rg.stream_id = call_id or f"call_{idx}"
         rg.stream_known = known
         rg.stream_sent = []
 
