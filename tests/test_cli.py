@@ -65,28 +65,28 @@ def test_parse_stream_prints_events(tmp_path: Path) -> None:
 def test_parse_stream_prints_argument_deltas_as_they_come() -> None:
     import io
 
-    from autoparser.cli import _cmd_parse
+    from autoparser.cli import main_parse
 
     value = "streamed text " * 100
     text = '<tool_call>\n{"name": "note", "arguments": {"text": "' + value + '"}}\n</tool_call>'
     out = io.StringIO()
     # a StringIO stdin is read 256 characters at a time, like a pipe delivering a live model's output
-    assert _cmd_parse(["--profile", "hermes", "--stream"], io.StringIO(text), out) == 0
+    assert main_parse(["--profile", "hermes", "--stream"], io.StringIO(text), out) == 0
     events = [json.loads(line) for line in out.getvalue().splitlines()]
     kinds = [e["event"] for e in events]
     assert kinds[0] == "ToolCallStart" and kinds[-1] == "ToolCallEnd"
     assert kinds.count("ToolCallArgsDelta") >= len(text) // 256 - 1
     assert json.loads("".join(e["text"] for e in events if e["event"] == "ToolCallArgsDelta")) == {"text": value}
     out = io.StringIO()
-    assert _cmd_parse(["--profile", "hermes", "--stream", "--no-stream-arguments"], io.StringIO(text), out) == 0
+    assert main_parse(["--profile", "hermes", "--stream", "--no-stream-arguments"], io.StringIO(text), out) == 0
     kinds = [json.loads(line)["event"] for line in out.getvalue().splitlines()]
     assert kinds == ["ToolCallStart", "ToolCallArgsDelta", "ToolCallEnd"]
 
 
 def test_unknown_profile_is_a_clear_error() -> None:
     r = run("parse", "--profile", "nosuch", stdin="x")
-    assert r.returncode == 1
-    assert "unknown dialect 'nosuch'" in r.stderr and "hermes" in r.stderr
+    assert r.returncode == 2
+    assert "nosuch: not a builtin dialect name" in r.stderr and "hermes" in r.stderr
     assert "Traceback" not in r.stderr
 
 
@@ -94,7 +94,8 @@ def test_bad_profile_file_names_the_field(tmp_path: Path) -> None:
     bad = tmp_path / "p.json"
     bad.write_text(json.dumps({"tools": {"codec": {"kind": "jsn"}}}))
     r = run("parse", "--profile", str(bad), stdin="x")
-    assert r.returncode == 1 and "tools.codec.kind" in r.stderr and "Traceback" not in r.stderr
+    assert r.returncode == 2 and "tools.codec.kind" in r.stderr and str(bad) in r.stderr
+    assert "Traceback" not in r.stderr
 
 
 def test_dialects_lists_all_23() -> None:
@@ -109,19 +110,21 @@ def test_analyze_template_summary_json_and_explain(tmp_path: Path) -> None:
     r = run(str(t))
     assert r.returncode == 0, r.stderr
     assert "dialect      hermes" in r.stdout and "confidence" in r.stdout and "evidence" in r.stdout
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["chat_template.jinja"]  # writes nothing, by default
+    r = run(str(t), "--save")
     default = tmp_path / "chat_template.jinja.autoparser.json"
-    assert default.exists() and "saved" in r.stdout  # prints and saves, by default
+    assert r.returncode == 0 and default.exists() and "saved" in r.stdout  # --save alone: beside the file
     assert autoparser_load(default).tools is not None
     d = tmp_path / "model"
     d.mkdir()
     (d / "chat_template.jinja").write_text(HERMES_LIKE)
-    assert run(str(d)).returncode == 0 and (d / "autoparser_profile.json").exists()
-    assert run(str(d), "--no-save").returncode == 0
+    assert run(str(d)).returncode == 0 and not (d / "autoparser_profile.json").exists()
+    assert run(str(d), "--save").returncode == 0 and (d / "autoparser_profile.json").exists()
     prof = json.loads(run(str(t), "--json").stdout)
     assert prof["tools"]["call_open"] == ["<tool_call>"] and prof["tools"]["codec"]["kind"] == "json"
     assert "probes" in run(str(t), "--explain").stdout
     saved = tmp_path / "profile.json"
-    assert run(str(t), "--save", str(saved)).returncode == 0
+    assert run(str(t), "-o", str(saved)).returncode == 0
     r2 = run("parse", "--profile", str(saved),
              stdin='<tool_call>\n{"name": "g", "arguments": {}}\n</tool_call><|im_end|>')
     assert json.loads(r2.stdout)["tool_calls"][0]["function"]["name"] == "g"
@@ -155,7 +158,7 @@ def test_json_after_a_cache_hit_still_carries_the_derivation(tmp_path: Path, mon
     tpl = tmp_path / "t.jinja"
     tpl.write_text(HERMES_LIKE, encoding="utf-8")
     with open(tmp_path / "summary.txt", "w") as fh:
-        assert main_analyze([str(tpl), "--no-save"], out=fh) == 0  # fills the cache
+        assert main_analyze([str(tpl)], out=fh) == 0  # fills the cache
     outs = []
     for name in ("first.json", "second.json"):
         with open(tmp_path / name, "w") as fh:
