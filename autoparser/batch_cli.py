@@ -473,9 +473,10 @@ def check_columns(path: str, columns: list[str]) -> None:
                     del wanted[c]
             if not wanted:
                 return
+    if fields is None:  # no row at all (an empty file, or only bad lines): nothing to miss
+        return
     absent = next(iter(wanted))
-    raise UsageError(f"{path}: no line has the field {absent!r}"
-                     + (f" (the first line has: {', '.join(fields)})" if fields else " (no line is a JSON object)"))
+    raise UsageError(f"{path}: no line has the field {absent!r} (the first line has: {', '.join(fields)})")
 
 
 def _ray_stop() -> None:

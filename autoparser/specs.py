@@ -77,7 +77,8 @@ def source_of(spec: str | os.PathLike[str]) -> tuple[Source, str]:
     if isinstance(spec, os.PathLike):
         spec = os.fspath(spec)
     if not isinstance(spec, str):
-        raise TypeError(f"a profile spec must be a str or a path ({SPEC_HELP}), got {type(spec).__name__}")
+        raise TypeError(f"the path or name of a profile must be a str or os.PathLike ({SPEC_HELP}), "
+                        f"got {type(spec).__name__}")
     if not spec.strip():
         raise SourceError(repr(spec), f"empty profile spec; expected {SPEC_HELP}")
     if not looks_like_path(spec):

