@@ -290,6 +290,8 @@ def test_demo_says_where_its_profile_came_from() -> None:
                     "builtin dialect 'hermes', confidence 0.95")
     live.profile = prof.replace(name=None)
     assert "a wire format no builtin dialect has" in describe_profile(live)  # type: ignore[arg-type]
+    live.profile = prof.replace(name=None, tools=None, reasoning=None)  # SmolLM2's: a chat template, no tools
+    assert "plain content" in describe_profile(live)  # type: ignore[arg-type]
     live.profile_source = "fallback: builtin 'hermes' for a ChatML template (analysis failed)"
     assert describe_profile(live) == live.profile_source  # type: ignore[arg-type]
 

@@ -77,7 +77,7 @@ def main_analyze(argv: list[str], out: TextIO | None = None) -> int:
     if saved is not None:
         out.write(f"  saved        {saved}  (use it: autoparser.load({str(saved)!r}))\n")
     else:
-        out.write(f"  save it      autoparse {a.path} -o FILE   (or --save: beside the model)\n")
+        out.write("  save it      add -o FILE (or --save, to write it beside the model)\n")
     return 0
 
 

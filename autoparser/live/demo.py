@@ -41,8 +41,12 @@ def describe_profile(live: LivePipeline) -> str:
     if live.profile_source != "analyze":
         return live.profile_source  # a builtin fallback, or a profile given by the caller: it says why
     where = {"gguf": "the GGUF file", "tokenizer": "the tokenizer"}.get(live.template_source, live.template_source)
-    match = (f"the wire format of builtin dialect {prof.name!r}" if prof.name
-             else "a wire format no builtin dialect has")
+    if prof.name:
+        match = f"the wire format of builtin dialect {prof.name!r}"
+    elif prof.tools is None and prof.reasoning is None and prof.messages is None:
+        match = "plain content (the template writes no tool calls and no reasoning)"
+    else:
+        match = "a wire format no builtin dialect has"
     return f"derived from the model's chat template (read from {where}): {match}, confidence {prof.confidence:.2f}"
 
 
