@@ -164,7 +164,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
-        return 1
+        return 0  # the reader has what it wanted
     finally:
         _DEBUG.reset(token)
 
