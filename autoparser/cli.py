@@ -102,7 +102,14 @@ def _usage() -> str:
     return "\n".join(lines)
 
 
+def _ours(exc: BaseException) -> bool:
+    """A module of this package that does not import is a bug, not a missing optional dependency."""
+    return isinstance(exc, ModuleNotFoundError) and (exc.name or "").split(".")[0] == "autoparser"
+
+
 def exit_code(exc: BaseException) -> int:
+    if _ours(exc):
+        return 1
     for kind, code in EXIT_CODES:
         if isinstance(exc, kind):
             return code
@@ -110,7 +117,7 @@ def exit_code(exc: BaseException) -> int:
 
 
 def _message(exc: BaseException) -> str:
-    if isinstance(exc, ModuleNotFoundError):
+    if isinstance(exc, ModuleNotFoundError) and not _ours(exc):
         name = (exc.name or "?").split(".")[0]
         extra = _EXTRAS.get(name)
         hint = f": pip install 'autoparser[{extra}]'" if extra else ""

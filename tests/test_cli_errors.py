@@ -287,3 +287,28 @@ def test_the_package_ships_its_type_marker() -> None:
     assert (ROOT / "autoparser" / "py.typed").is_file()
     config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
     assert "py.typed" in config["tool"]["setuptools"]["package-data"]["autoparser"]
+
+
+def test_a_missing_optional_dependency_names_the_extra(files: dict[str, str], tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "openvino_genai" else real(name, *a))
+    code, _out, err = run_cli(["verify"], "", monkeypatch, capsys)
+    assert code == 2 and "'openvino_genai'" in err and "pip install 'autoparser[live]'" in err
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` now fails as if it were not installed
+    code, _out, err = run_cli(["batch", files["in.jsonl"], "-o", str(tmp_path / "o.jsonl"), "--profile", "hermes",
+                               "--engine", "ray"], "", monkeypatch, capsys)
+    assert code == 2 and "pip install 'autoparser[ray]'" in err and "Traceback" not in err
+    assert not (tmp_path / "o.jsonl").exists()
+
+
+def test_a_module_of_ours_that_does_not_import_is_a_bug_not_a_missing_extra(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(cli, "COMMANDS", (*cli.COMMANDS, cli.Command("ghost", "autoparser.no_such_module:main",
+                                                                      "ghost", "a broken row")))
+    code, _out, err = run_cli(["ghost"], "", monkeypatch, capsys)
+    assert code == 1 and "internal error" in err and "pip install" not in err
