@@ -89,8 +89,12 @@ def source_of(spec: str | os.PathLike[str]) -> tuple[Source, str]:
             return _BY_KIND["dialect"], spec
         except UnknownDialectError as exc:
             if not Path(spec).exists():
-                raise SourceError(spec, "not a builtin dialect name, and no such file or directory "
-                                  f"(dialects: {', '.join(exc.known)})") from None
+                import difflib
+
+                close = difflib.get_close_matches(spec.strip().lower(), exc.known, n=1)
+                hint = f"did you mean {close[0]!r}? " if close else ""
+                raise SourceError(spec, f"not a builtin dialect name ({hint}`autoparse dialects` lists them), "
+                                  "and no such file or directory") from None
     path = Path(spec).expanduser()
     if not path.exists():
         raise SourceError(spec, f"no such file or directory (expected {SPEC_HELP})")
