@@ -282,7 +282,7 @@ def main_parse(argv: list[str], stdin: TextIO | None = None, stdout: TextIO | No
         for ev in coalesce(p.close()):
             stdout.write(_event_json(ev) + "\n")
         return 0
-    p.feed(stdin.read())
+    p.feed("".join(_stdin_chunks(stdin)))  # bytes that are not UTF-8 become U+FFFD, as when streaming
     p.close()
     res = p.result()
     out = message_from_result(res)
@@ -293,7 +293,8 @@ def main_parse(argv: list[str], stdin: TextIO | None = None, stdout: TextIO | No
 
 
 def _stdin_chunks(stdin: TextIO) -> Iterator[str]:
-    """What the pipe has, as soon as it has it (a live model's output arrives in small pieces)."""
+    """What the pipe has, as soon as it has it (a live model's output arrives in small pieces),
+    decoded as UTF-8 whatever the locale says."""
     import codecs
     import os
 

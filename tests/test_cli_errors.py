@@ -312,3 +312,14 @@ def test_a_module_of_ours_that_does_not_import_is_a_bug_not_a_missing_extra(
                                                                       "ghost", "a broken row")))
     code, _out, err = run_cli(["ghost"], "", monkeypatch, capsys)
     assert code == 1 and "internal error" in err and "pip install" not in err
+
+
+def test_output_that_is_not_utf8_is_parsed_not_a_crash() -> None:
+    """Raw model output on stdin with bytes that are not UTF-8 (a cut multi-byte character, a
+    binary file): U+FFFD in their place, in both modes, whatever the locale."""
+    env = {**os.environ, "LC_ALL": "C", "PYTHONPATH": str(ROOT)}
+    for extra in ([], ["--stream"]):
+        r = subprocess.run([sys.executable, "-m", "autoparser", "parse", "--profile", "hermes", *extra],
+                           input=b"ok \xff\xe2\x82 bad", capture_output=True, cwd=ROOT, timeout=120, env=env)
+        assert r.returncode == 0 and b"Traceback" not in r.stderr, r.stderr
+        assert "ok \ufffd" in r.stdout.decode("utf-8") and "bad" in r.stdout.decode("utf-8")
