@@ -143,12 +143,17 @@ def chunkings(case: Mapping[str, Any]) -> list[list[str]]:
 
 
 def stream_consistent(whole: Mapping[str, Any], streamed: autoparser.Result) -> bool:
-    """The default (streaming) mode gives the whole-text result, except for a call the output cuts
-    off: announced already, it stays as the last call, ``truncated`` (docs/conformance.md)."""
+    """The default (streaming) mode gives the whole-text result, except for a call announced
+    before the output cut it off (it stays the last call, ``truncated``, ``finish`` ``length``) or
+    before it turned out malformed (it stays a call, ``invalid``, where the whole-text parse keeps
+    its text as content): docs/conformance.md."""
     got = summary(streamed)
-    return got == whole or (streamed.finish == "length" and bool(streamed.tool_calls)
-                            and streamed.tool_calls[-1].status == "truncated"
-                            and got["tool_calls"][:-1] == whole["tool_calls"])
+    if got == whole:
+        return True
+    if streamed.finish == "length" and streamed.tool_calls and streamed.tool_calls[-1].status == "truncated":
+        return got["tool_calls"][:-1] == whole["tool_calls"]
+    kept = [g for g, c in zip(got["tool_calls"], streamed.tool_calls, strict=True) if c.status != "invalid"]
+    return len(kept) < len(got["tool_calls"]) and kept == whole["tool_calls"] and got["reasoning"] == whole["reasoning"]
 
 
 def engine_failure(case: Mapping[str, Any]) -> str | None:

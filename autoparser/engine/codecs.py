@@ -862,6 +862,7 @@ class TaggedBody(Body):
         self._st_lits: tuple[str, ...] = ()
         self._st_frags: list[str] = []
         self._st_done = False
+        self._st_whole = False       # the body came complete at once and did not stream
 
     # -- argument streaming ----------------------------------------------------------------------
     def take_args(self) -> str:
@@ -1036,7 +1037,7 @@ class TaggedBody(Body):
         self.body.append(text[pos:m.start])
         if self.streaming and whole:
             self._st_frags = []   # complete at once: the machine sends the parsed arguments whole
-            self._st_done = True
+            self._st_done = self._st_whole = True
         elif self.streaming:
             self._stream(text[pos:m.start])
             self._stream_end(complete=True)
@@ -1050,6 +1051,10 @@ class TaggedBody(Body):
         try:
             args, partial = self._parse_params(body, schema, complete)
         except ValueError as e:
+            if self._st_whole:  # announced, then refused: what pieces would have streamed, stream now
+                self._st_frags, self._st_done, self._st_whole = ["{"], False, False
+                self._stream(body)
+                self._stream_end(complete=True)
             return self._reject(str(e), pos)
         status: Literal["ok", "truncated"] = "ok"
         if partial:
@@ -1067,23 +1072,32 @@ class TaggedBody(Body):
 
     def _parse_params(self, body: str, schema: Mapping[str, Any] | None,
                       complete: bool) -> tuple[dict[str, Any], bool]:
+        props = (schema or {}).get("properties") or {}
+        pairs, partial = self._param_pairs(body, complete)
         args: dict[str, Any] = {}
+        for key, raw, string_attr in pairs:
+            args[key] = self._typed(raw, props.get(key) if isinstance(props, Mapping) else None, string_attr)
+        return args, partial
+
+    def _param_pairs(self, body: str, complete: bool) -> tuple[list[tuple[str, str, str | None]], bool]:
+        """The parameters of a body in order, as (key, raw value, string attribute), and whether
+        the last value was cut off. A value whose own close is missing while a closing tag of
+        another key stands in it (``<city>Beijing</wrong>``) is markup gone wrong: refused."""
+        out: list[tuple[str, str, str | None]] = []
         i = 0
         partial = False
-        props = (schema or {}).get("properties") or {}
         close_generic = self._post.strip(_WS)
         line_values = not close_generic and "\n" in self._post  # key: value lines
         while True:
             m = self._param_re.search(body, i)
             if m is None:
                 junk = body[i:].strip(_WS)
-                if junk and not args and i == 0:
+                if junk and not out and i == 0:
                     raise ValueError("call body has no parameters: " + junk[:40])
                 break
-            if body[i:m.start()].strip(_WS) and not args:
+            if body[i:m.start()].strip(_WS) and not out:
                 raise ValueError("text before the first parameter")
-            key = m.group("key").strip(_WS) if "string" not in m.groupdict() else m.group("key")
-            key = key.strip(_WS)
+            key = m.group("key").strip(_WS)
             vstart = m.end()
             close = close_generic.replace("{key}", key) if self._post_has_key else close_generic
             cre = re.compile("\n" if line_values else _lit_regex(close))
@@ -1095,21 +1109,21 @@ class TaggedBody(Body):
                 raw = body[vstart:cm.start()]
                 raw = _trim_one(raw, self._mid, self._post)
                 i = cm.end()
-                terminated = True
             else:
                 end = nxt.start() if nxt is not None else len(body)
                 raw = body[vstart:end]
                 terminated = nxt is not None or complete
+                if terminated and self._post_has_key and _any_close(close_generic).search(raw):
+                    raise ValueError(f"parameter {key!r} is closed by another key's tag")
                 raw = raw.rstrip(_WS) if terminated else _trim_one(raw, self._mid, "")
                 raw = _trim_one(raw, self._mid, "") if terminated else raw
                 i = end
                 if not terminated:
                     partial = True
-            string_attr = m.groupdict().get("string")
-            args[key] = self._typed(raw, props.get(key) if isinstance(props, Mapping) else None, string_attr)
+            out.append((key, raw, m.groupdict().get("string")))
             if partial or i >= len(body):
                 break
-        return args, partial
+        return out, partial
 
     def _typed(self, raw: str, schema: Any, string_attr: str | None) -> Any:
         if string_attr is not None:
@@ -1120,18 +1134,39 @@ class TaggedBody(Body):
             except ValueError:
                 pass
         if isinstance(schema, Mapping):
-            types = _schema_types(schema)
-            if "object" in types and "string" not in types and self.p_open and self.p_open in raw:
-                try:
-                    nested, _ = self._parse_params(raw, schema, True)
-                    return nested
-                except ValueError:
-                    pass
+            nested = self._nested(raw, schema)
+            if nested is not None:
+                return nested[0]
             value, issue = values.coerce_text(raw, schema, self.schemas.get(self.name or ""))
             if issue:
                 self.coerce_issues.append(("coercion_fallback", issue))
             return value
         return raw
+
+    def _nested(self, raw: str, schema: Mapping[str, Any]) -> tuple[Any] | None:
+        """A value written as parameter elements itself, read by the schema: an object's members
+        (``<number><real>1.5</real>…</number>``), an array's items (``<item>…</item>`` each, any
+        tag name), typed recursively. None when the schema allows a string, or the value is no
+        such markup (then it is coerced as text)."""
+        types = _schema_types(schema)
+        if "string" in types or not self.p_open or self.p_open not in raw or not types & {"object", "array"}:
+            return None
+        try:
+            pairs, _ = self._param_pairs(raw, True)
+        except ValueError:
+            return None
+        if "object" in types and not ("array" in types and len({k for k, _, _ in pairs}) < len(pairs)):
+            props = schema.get("properties") or {}
+            return ({key: self._typed(v, props.get(key) if isinstance(props, Mapping) else None, attr)
+                     for key, v, attr in pairs},)
+        items = schema.get("items")
+        return ([self._typed(v, items if isinstance(items, Mapping) else None, attr) for _, v, attr in pairs],)
+
+
+@lru_cache(maxsize=64)
+def _any_close(close_generic: str) -> re.Pattern[str]:
+    """Any key's closing tag, for a close that names its key (``</{key}>``)."""
+    return re.compile(r"[^<>\s]*".join(_lit_regex(part) for part in close_generic.split("{key}")))
 
 
 def _schema_types(schema: Mapping[str, Any]) -> set[str]:

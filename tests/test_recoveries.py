@@ -1,0 +1,71 @@
+"""Recoveries the peers' parsers make on real model output, each fed whole, at every split point
+and one character at a time, with ``stream_arguments`` off and on: the result is written here by
+hand and must be the same for every chunking.
+
+Each case is a shape the peers' test suites assert (fixtures/peers/) reduced to what the rule is
+about: nested XML values read by the schema, closing tags that do not match, several calls in one
+call block, and the like.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+import autoparser
+from autoparser.compare import normalize, summary
+
+NS = "]<]minimax[>["
+
+
+def _chunkings(text: str) -> Iterator[list[str]]:
+    yield [text]
+    for k in range(1, len(text)):
+        yield [text[:k], text[k:]]
+    yield list(text)
+
+
+def _parse(dialect: str, chunks: list[str], tools: Any, stream: bool) -> dict[str, Any]:
+    parser = autoparser.get_profile(dialect).parser(tools=tools, stream_arguments=stream)
+    for chunk in chunks:
+        parser.feed(chunk)
+    parser.close()
+    return summary(parser.result())
+
+
+def _tool(name: str, **props: Any) -> dict[str, Any]:
+    return {"type": "function", "function": {"name": name, "parameters": {"type": "object", "properties": props}}}
+
+
+PLAN = _tool("plan", steps={"type": "array", "items": {"type": "object", "properties": {
+    "id": {"type": "integer"}, "title": {"type": "string"}}}}, tags={"type": "array", "items": {"type": "string"}},
+    note={"type": "string"})
+
+#: (title, dialect, text, tools, expected, expected with stream_arguments=True when it differs: a
+#: call announced before it turned out malformed stays a call, status "invalid")
+CASES: list[tuple[str, str, str, Any, dict[str, Any], dict[str, Any] | None]] = [
+    ("minimax-m3 array of objects as <item> elements", "minimax-m3",
+     f'{NS}<tool_call>\n{NS}<invoke name="plan">{NS}<steps>{NS}<item>{NS}<id>1{NS}</id>{NS}<title>a b{NS}</title>'
+     f"{NS}</item>{NS}<item>{NS}<id>2{NS}</id>{NS}<title>c{NS}</title>{NS}</item>{NS}</steps>{NS}<tags>{NS}<item>x"
+     f"{NS}</item>{NS}<item>y{NS}</item>{NS}</tags>{NS}<note>{NS}<item>kept{NS}</item>{NS}</note>{NS}</invoke>\n"
+     f"{NS}</tool_call>", [PLAN],
+     {"tool_calls": [{"name": "plan", "arguments": {
+         "steps": [{"id": 1, "title": "a b"}, {"id": 2, "title": "c"}], "tags": ["x", "y"],
+         "note": f"{NS}<item>kept{NS}</item>"}}]}, None),
+    ("minimax-m3 closing tag of another key: the block stays content", "minimax-m3",
+     f'{NS}<tool_call>{NS}<invoke name="plan">{NS}<note>hi{NS}</wrong>{NS}</invoke>{NS}</tool_call>', [PLAN],
+     {"content": f'{NS}<tool_call>{NS}<invoke name="plan">{NS}<note>hi{NS}</wrong>{NS}</invoke>{NS}</tool_call>'},
+     {"tool_calls": [{"name": "plan", "arguments": {"note": f"hi{NS}</wrong>"}}]}),
+]
+
+
+@pytest.mark.parametrize(("dialect", "text", "tools", "expected", "streamed"),
+                         [pytest.param(*c[1:], id=c[0]) for c in CASES])
+@pytest.mark.parametrize("stream", [False, True])
+def test_recovery(dialect: str, text: str, tools: Any, expected: dict[str, Any],
+                  streamed: dict[str, Any] | None, stream: bool) -> None:
+    want = normalize(streamed if stream and streamed is not None else expected)
+    for chunks in _chunkings(text):
+        assert _parse(dialect, chunks, tools, stream) == want, chunks
