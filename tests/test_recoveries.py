@@ -43,6 +43,8 @@ PLAN = _tool("plan", steps={"type": "array", "items": {"type": "object", "proper
     "id": {"type": "integer"}, "title": {"type": "string"}}}}, tags={"type": "array", "items": {"type": "string"}},
     note={"type": "string"})
 
+PLAN_A = {"name": "plan", "arguments": {"note": "a"}}
+
 #: (title, dialect, text, tools, expected, expected with stream_arguments=True when it differs: a
 #: call announced before it turned out malformed stays a call, status "invalid")
 CASES: list[tuple[str, str, str, Any, dict[str, Any], dict[str, Any] | None]] = [
@@ -58,6 +60,19 @@ CASES: list[tuple[str, str, str, Any, dict[str, Any], dict[str, Any] | None]] = 
      f'{NS}<tool_call>{NS}<invoke name="plan">{NS}<note>hi{NS}</wrong>{NS}</invoke>{NS}</tool_call>', [PLAN],
      {"content": f'{NS}<tool_call>{NS}<invoke name="plan">{NS}<note>hi{NS}</wrong>{NS}</invoke>{NS}</tool_call>'},
      {"tool_calls": [{"name": "plan", "arguments": {"note": f"hi{NS}</wrong>"}}]}),
+    ("minimax-m3 second invoke cut off: its text stays content", "minimax-m3",
+     f'Hi {NS}<tool_call>\n{NS}<invoke name="plan">{NS}<note>a{NS}</note>{NS}</invoke>\n{NS}<invoke name="plan">'
+     f"{NS}<note>b", [PLAN],
+     {"content": f'Hi {NS}<invoke name="plan">{NS}<note>b', "tool_calls": [PLAN_A]},
+     {"content": "Hi", "tool_calls": [PLAN_A, {"name": "plan", "arguments": {"note": "b"}}]}),
+    ("gemma4 several call: bodies in one block, no tools given", "gemma4",
+     '<|tool_call>call:a{x:<|"|>1<|"|>}call:b{y:{z:true}}\ncall:c{}<tool_call|>', None,
+     {"tool_calls": [{"name": "a", "arguments": {"x": "1"}}, {"name": "b", "arguments": {"y": {"z": True}}},
+                     {"name": "c", "arguments": {}}]}, None),
+    ("gemma4 a stray colon before call:", "gemma4", 'Hi <|tool_call>:call:a{x:<|"|>1<|"|>}<tool_call|>', None,
+     {"content": "Hi", "tool_calls": [{"name": "a", "arguments": {"x": "1"}}]}, None),
+    ("gemma4 thought channel label without its newline", "gemma4", "<|channel>thought<channel|>Hello", None,
+     {"content": "Hello"}, None),
 ]
 
 

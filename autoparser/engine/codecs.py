@@ -201,13 +201,19 @@ def _trim_one(value: str, before: str, after: str) -> str:
     return value
 
 
+#: what may stand before a header's literal: whitespace, and a stray punctuation mark or two that
+#: some models write after the call marker (Gemma 4's ``<|tool_call>:call:NAME{...}``)
+_STRAY = r"\s*(?:[^\w\s<>\[\]{}()\"'`|\\]{1,2}\s*)?"
+_STRAY_RE = re.compile(_STRAY)
+
+
 @lru_cache(maxsize=256)
 def _header_parts(pattern: str, slot: str, ends: str, extra_stops: tuple[str, ...]
                   ) -> tuple[str, re.Pattern[str] | None, re.Pattern[str], MarkerSet]:
     """Compiled pieces of a header pattern, built once per pattern (a header is made per call)."""
     prefix, suffix = _split_slot(pattern, slot)
     lit = prefix.strip(_WS)
-    pre = re.compile(r"\s*" + _lit_regex(lit)) if lit else None
+    pre = re.compile(_STRAY + _lit_regex(lit)) if lit else None
     suf = suffix.strip(_WS)
     alts = []
     if suf:
@@ -245,7 +251,8 @@ class _Header:
         if self._pre is not None:
             m = self._pre.match(b)
             if m is None:
-                s = b.lstrip(_WS)
+                lead = _STRAY_RE.match(b)
+                s = b[lead.end():] if lead is not None else b
                 if not final and len(s) < len(self._pre_lit) and self._pre_lit.startswith(s):
                     return None
                 return "bad", None, pos

@@ -809,8 +809,8 @@ class Parser:
                 self._end_region()
             elif isinstance(then, Spot):
                 rg.state = then
-                if act is Act.look:
-                    rg.known_only = r.marker in t.lookahead_known_only
+                if act is Act.look:  # inside an open call block the marker is no lookalike
+                    rg.known_only = r.marker in t.lookahead_known_only and not rg.call_open_used
             return r.end if step.eat else k
         if rg.via is Kind.section:
             rg.state = BETWEEN
