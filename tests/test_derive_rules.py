@@ -19,6 +19,7 @@ from autoparser import Profile
 from autoparser.derive import Analysis, analyze_detailed
 from autoparser.derive.confidence import CORE_FIELDS, combine
 from autoparser.derive.extract import Findings
+from autoparser.derive.markup import opening_tail, pairs_with, tag_runs
 from autoparser.derive.rules import RULE_MODULES, SNIPPET_CHARS, Evidence, Rule, registry
 from autoparser.derive.selfcheck import CheckResult
 from autoparser.derive.structure import REJECTED, validated
@@ -81,6 +82,21 @@ def test_every_registered_rule_is_exercised_by_an_in_repo_fixture() -> None:
     assert not missing, f"rules no fixture in fixtures/templates exercises: {missing}"
     unknown = sorted(set(fired) - set(reg))
     assert not unknown, f"evidence names rules that are not registered: {unknown}"
+
+
+def test_markup_of_tag_languages_named_by_words() -> None:
+    """Markers made of a tag, a word and a tag (``<|open|>think<|sep|>``): glued ones are split
+    where one ends and the next begins, open/close pairs by word, and a prompt's last open marker
+    is found whole."""
+    assert tag_runs("<|close|>response<|sep|><|close|>message<|sep|><|end_of_msg|>") == [
+        "<|close|>response<|sep|>", "<|close|>message<|sep|>", "<|end_of_msg|>"]
+    assert tag_runs("</s><|end|> [/A][B] over") == ["</s>", "<|end|>", "[/A]", "[B]", "over"]
+    assert tag_runs("Answer:<x>") == ["Answer:<x>"]
+    assert pairs_with("<|open|>think<|sep|>", "<|close|>think<|sep|>")
+    assert not pairs_with("<|open|>think<|sep|>", "<|close|>response<|sep|>")
+    prompt = '<|open|>message role="assistant"<|sep|><|open|>think<|sep|>'
+    assert opening_tail(prompt, "<|close|>think<|sep|>") == "<|open|>think<|sep|>"
+    assert opening_tail(prompt + "\n", "</think>") == ""
 
 
 def test_a_guard_rule_fires_when_a_derived_part_breaks_the_profile_rules() -> None:

@@ -71,6 +71,10 @@ CASES: list[tuple[str, str, str, Any, dict[str, Any], dict[str, Any] | None]] = 
                      {"name": "c", "arguments": {}}]}, None),
     ("gemma4 a stray colon before call:", "gemma4", 'Hi <|tool_call>:call:a{x:<|"|>1<|"|>}<tool_call|>', None,
      {"content": "Hi", "tool_calls": [{"name": "a", "arguments": {"x": "1"}}]}, None),
+    ("attribute values are unescaped: a name and a key written as quoted attributes", "minimax-m2",
+     '<minimax:tool_call>\n<invoke name="a&amp;b">\n<parameter name="k&lt;1">say &quot;hi&quot;</parameter>\n'
+     "</invoke>\n</minimax:tool_call>", None,
+     {"tool_calls": [{"name": "a&b", "arguments": {"k<1": "say &quot;hi&quot;"}}]}, None),
     ("gemma4 thought channel label without its newline", "gemma4", "<|channel>thought<channel|>Hello", None,
      {"content": "Hello"}, None),
 ]

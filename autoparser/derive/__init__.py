@@ -92,7 +92,8 @@ def analyze_detailed(chat_template: str, bos_token: str | None = None, eos_token
         f.strip.append(eos_token)
     reasoning_markers = set()
     if f.reasoning is not None:
-        reasoning_markers = {*f.reasoning.open, *f.reasoning.close}
+        # (a content wrapper that also closes the block stays a wrapper: reasoning.content_wrapper_ends)
+        reasoning_markers = {*f.reasoning.open, *f.reasoning.close[:1]}
     strip = tuple(dict.fromkeys(t for t in f.strip if t and t not in reasoning_markers))
     prof = Profile(name=None, description="derived from a chat template", reasoning=f.reasoning,
                    strip=strip, tools=f.tools)

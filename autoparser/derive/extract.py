@@ -16,6 +16,7 @@ from ..profile import ReasoningSpec, ToolSpec
 from .markup import (
     marker_tokens,
     pairs_with,
+    tag_runs,
 )
 from .probes import (
     CONTENT,
@@ -145,7 +146,7 @@ def _end_markers(f: Findings, post: str, wrapper: str) -> list[str]:
     the whole end-of-turn text. A content wrapper's closing form glued to the end of turn
     (``</say><|end|>``, ``‹/answer›‹/turn›``) is split off it.
     """
-    toks = marker_tokens(post)
+    toks = tag_runs(post)
     if toks and wrapper and len(marker_tokens(toks[0])) == 1:
         first = toks[0]
         for k in range(len(first) - 1, 0, -1):

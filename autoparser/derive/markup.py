@@ -17,6 +17,7 @@ __all__ = [
     "last_token",
     "pairs_with",
     "split_open_header",
+    "tag_runs",
     "tokens",
 ]
 
@@ -100,7 +101,7 @@ def pairs_with(open_: str, close: str) -> bool:
     if open_.startswith("<|") and open_.endswith(">") and close == f"<{open_[2:-1]}|>":
         return True  # mirrored bars: <|turn> ... <turn|>
     for a, b in (("END", "START"), ("end", "start"), ("end", "begin"), ("END", "BEGIN"),
-                 ("_end", "_start"), ("suffix", "prefix")):
+                 ("_end", "_start"), ("suffix", "prefix"), ("close", "open")):
         if close.replace(a, b, 1) == open_:
             return True
     return False
@@ -113,6 +114,26 @@ def marker_tokens(s: str) -> list[str]:
         tags = re.findall(r"<[^<>\s]+>|\[[^\[\]\s]+\]", tok)
         out.extend(tags if tags and "".join(tags) == tok else [tok])
     return out
+
+
+def tag_runs(s: str) -> list[str]:
+    """:func:`marker_tokens`, with a token where words sit between glued tags split where one
+    tag ends and the next begins (``<|close|>response<|sep|><|close|>message<|sep|>`` is two
+    markers, each a tag, a word and a tag: a tag language whose elements are named by words)."""
+    out: list[str] = []
+    for tok in marker_tokens(s):
+        out.extend(re.split(r"(?<=>)(?=<)|(?<=\])(?=\[)", tok))
+    return out
+
+
+def opening_tail(s: str, close: str) -> str:
+    """The shortest end of ``s`` (starting at a tag) that ``close`` closes, or "": the open marker
+    a prompt writes last, whole (``<|open|>think<|sep|>``, not only its last tag)."""
+    s = s.rstrip(_WS)
+    for k in range(len(s) - 1, max(-1, len(s) - 80), -1):
+        if s[k] in "<[" and pairs_with(s[k:], close):
+            return s[k:]
+    return ""
 
 
 def last_tag(s: str) -> str:

@@ -14,6 +14,7 @@ from .markup import (
     last_tag,
     last_token,
     marker_tokens,
+    opening_tail,
     pairs_with,
 )
 from .probes import (
@@ -49,8 +50,11 @@ WRAPPER_GLUED = Rule("reasoning.content_wrapper_glued", "reasoning",
                      "content, the rest closes reasoning")
 LABELLED = Rule("reasoning.labelled_open", "reasoning.open",
                 "a tag followed by a label word (a channel name): the bare tag opens a block too")
+WRAPPER_ENDS = Rule("reasoning.content_wrapper_ends", "reasoning.close",
+                    "when the prompt opens the block, the content wrapper written in its place means "
+                    "the block is over: it closes reasoning too")
 RULES = (BLOCK, CALL_TURN, OPEN_FROM_PROMPT, WRAPPER_AFTER, WRAPPER_GLUED, SWITCH, PROMPT_DIFF, PROMPT_TAIL, NONE,
-         PREFILLED, LABELLED)
+         PREFILLED, LABELLED, WRAPPER_ENDS)
 
 _WS = " \t\r\n"
 
@@ -100,6 +104,7 @@ def find_reasoning(pr: Prober, f: Findings, tools: list[dict[str, Any]] | None,
                    text=f"the template variable {var!r} changes the generation prompt")
             break
     open_m, close_m, how = "", "", ""
+    wrapper_open = ""  # the content wrapper that follows the close in renders
     how_rule, how_snippet = NONE, ""
     prompt_conf = 0.75
     if span_probe is not None:
@@ -115,6 +120,7 @@ def find_reasoning(pr: Prober, f: Findings, tools: list[dict[str, Any]] | None,
             # block in the plain render is not a wrapper
             if wrap and b.endswith(wrap) and b != wrap and not (open_m and open_m in wrap):
                 b = b[: -len(wrap)].strip(_WS)
+                wrapper_open = wrap
                 f.fire(WRAPPER_AFTER, snippet=between, text=f"{wrap!r} after the close is the content wrapper")
             elif wrap and b == wrap:
                 # the wrapper itself starts with an empty block's close: only its last tag run opens
@@ -123,14 +129,16 @@ def find_reasoning(pr: Prober, f: Findings, tools: list[dict[str, Any]] | None,
                 if cuts:
                     # the glued run is no longer one strip token: its close ends reasoning
                     f.strip[:] = [t for t in f.strip if t != b] + [b[cuts[-1]:]] * (b[cuts[-1]:] not in f.strip)
-                    b = b[: cuts[-1]]
+                    b, wrapper_open = b[: cuts[-1]], b[cuts[-1]:]
                     f.fire(WRAPPER_GLUED, snippet=between,
                            text=f"{wrap!r} is a close glued to the content wrapper {wrap[cuts[-1]:]!r}")
             close_m = first_token(b)
             if not open_m:
                 for src in (span_probe.prompt_tail, prompts["on"] or "", prompts["default"] or ""):
                     tail = last_tag(src)
-                    if pairs_with(tail, close_m):
+                    if not pairs_with(tail, close_m):  # a marker of several glued parts
+                        tail = opening_tail(src, close_m)
+                    if tail:
                         open_m = tail
                         f.fire(OPEN_FROM_PROMPT, snippet=src,
                                text=f"the prompt's last tag {tail!r} opens the block {close_m!r} closes")
@@ -196,7 +204,12 @@ def find_reasoning(pr: Prober, f: Findings, tools: list[dict[str, Any]] | None,
         # a tag followed by a label word (<|channel>thought): the bare tag opens a block too
         opens = (open_m + "\n", open_m, labelled.group(1))
         f.fire(LABELLED, snippet=open_m, text=f"{labelled.group(1)!r} alone opens a block too")
-    f.reasoning = ReasoningSpec(open=opens, close=(close_m,), start=start,  # type: ignore[arg-type]
+    closes: tuple[str, ...] = (close_m,)
+    if start == "prefilled" and wrapper_open and wrapper_open != close_m and len(marker_tokens(wrapper_open)) == 1:
+        closes = (close_m, wrapper_open)
+        f.fire(WRAPPER_ENDS, snippet=wrapper_open,
+               text=f"{wrapper_open!r} in the output ends the block the prompt opened")
+    f.reasoning = ReasoningSpec(open=opens, close=closes, start=start,  # type: ignore[arg-type]
                                 switchable=switchable)
     if "reasoning" not in f.confidence:
         f.fire(how_rule, conf=0.95 if span_probe is not None else prompt_conf, snippet=how_snippet,

@@ -17,6 +17,7 @@ machine announces and streams from these; the complete body's parse still decide
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from collections.abc import Mapping
@@ -227,6 +228,23 @@ def _header_parts(pattern: str, slot: str, ends: str, extra_stops: tuple[str, ..
     return lit, pre, suf_re, MarkerSet((m, Kind.stop) for m in extra_stops if m)
 
 
+def _in_attribute(prefix: str, suffix: str) -> bool:
+    """Whether a slot is written as a quoted XML attribute value (``<invoke name="{name}">``; the
+    opening quote may end the call marker before the header: ``<|open|>call tool="`` ``{name}"``)."""
+    quote = suffix[:1]
+    return quote in ("'", '"') and (not prefix.strip(_WS) or prefix.rstrip(_WS).endswith("=" + quote))
+
+
+_ENTITY = re.compile(r"&(amp|lt|gt|quot|apos|#\d+|#x[0-9a-fA-F]+);")
+
+
+def _unescape_attr(value: str) -> str:
+    """An attribute value as written by a template that escapes it (``a&amp;b`` -> ``a&b``)."""
+    if "&" not in value:
+        return value
+    return _ENTITY.sub(lambda m: html.unescape(m.group(0)), value)
+
+
 class _Header:
     """Matches ``prefix{slot}suffix`` at the start of a body, incrementally.
 
@@ -238,6 +256,7 @@ class _Header:
     def __init__(self, pattern: str, slot: str, ends: str = "", extra_stops: tuple[str, ...] = ()) -> None:
         self.prefix, self.suffix = _split_slot(pattern, slot)
         self._pre_lit, self._pre, self._suf, self._stops = _header_parts(pattern, slot, ends, extra_stops)
+        self._attr = _in_attribute(self.prefix, self.suffix)
         self.buf = ""
         self.matched_suffix = False
 
@@ -269,7 +288,8 @@ class _Header:
         end = m2.end() if self.matched_suffix else m2.start()
         if end < old:  # pragma: no cover - found in an earlier feed already
             return "bad", None, pos
-        return "ok", b[start:m2.start()].strip(_WS), pos + (end - old)
+        value = b[start:m2.start()].strip(_WS)
+        return "ok", _unescape_attr(value) if self._attr else value, pos + (end - old)
 
 
 # -- json ---------------------------------------------------------------------------------------
@@ -845,8 +865,9 @@ class TaggedBody(Body):
     def __init__(self, *a: Any, **k: Any) -> None:
         super().__init__(*a, **k)
         s = self.spec
-        p_pre, _ = _split_slot(s.param, "{key}")
+        p_pre, p_post = _split_slot(s.param, "{key}")
         self.p_open = p_pre.strip(_WS)
+        self._key_attr = _in_attribute(p_pre or "=" + p_post[:1], p_post)
         ends = tuple(x for x in (self.p_open, s.trailer.strip(_WS)) if x) + tuple(self.stops.markers)
         if not self.p_open:
             ends += ("\n",)  # no markup before a key: the name is the rest of its line
@@ -897,7 +918,7 @@ class TaggedBody(Body):
                     # keep what may still become a parameter's opening tag
                     buf = self._param_tail(buf)
                     break
-                key = m.group("key").strip(_WS)
+                key = self._key(m)
                 self._st_attr = m.groupdict().get("string")
                 props = (self.schemas.get(self.name or "") or {}).get("properties") or {}
                 sch = props.get(key) if isinstance(props, Mapping) else None
@@ -947,6 +968,10 @@ class TaggedBody(Body):
             k = len(buf[:k].rstrip(_WS))
             if k == k0:
                 return k
+
+    def _key(self, m: re.Match[str]) -> str:
+        key = m.group("key").strip(_WS)
+        return _unescape_attr(key) if self._key_attr else key
 
     def _param_tail(self, buf: str) -> str:
         """The end of ``buf`` that may still become a parameter's opening tag."""
@@ -1104,7 +1129,7 @@ class TaggedBody(Body):
                 break
             if body[i:m.start()].strip(_WS) and not out:
                 raise ValueError("text before the first parameter")
-            key = m.group("key").strip(_WS)
+            key = self._key(m)
             vstart = m.end()
             close = close_generic.replace("{key}", key) if self._post_has_key else close_generic
             cre = re.compile("\n" if line_values else _lit_regex(close))
