@@ -87,6 +87,9 @@ class PatternSpec:
     arg_sep: str = ""
     value: ValueEncoding = "json"
     types: tuple[tuple[str, JsonType], ...] = ()
+    #: markers that end a call wherever they stand outside a value (the turn's end, when the
+    #: template writes it right after the last value)
+    ends: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -448,8 +451,10 @@ def _check_pattern(pat: PatternSpec | None) -> None:
                 raise ProfileError(f"{path}.{name}", f"unknown slot {slot} (known: {', '.join(allowed)})")
             if text.count(slot) > 1 and slot in ("{value}", "{args}"):
                 raise ProfileError(f"{path}.{name}", f"slot {slot} appears more than once")
-        if re.search(r"\}\{", text):
-            raise ProfileError(f"{path}.{name}", "two slots must be separated by literal text")
+        for a, b in re.findall(r"\{([a-z_]+)\}\{([a-z_]+)\}", text):
+            if b != "args" or pat.arg.startswith("{"):
+                raise ProfileError(f"{path}.{name}", f"slots {{{a}}} and {{{b}}} must be separated by literal "
+                                                     "text (the arguments may follow a slot if they start with some)")
     if "{name}" not in pat.call:
         raise ProfileError(f"{path}.call", "must contain {name}")
     if "{args}" in pat.call:
@@ -459,6 +464,7 @@ def _check_pattern(pat: PatternSpec | None) -> None:
             raise ProfileError(f"{path}.arg", "{key} must come before {value}")
     elif pat.arg or pat.arg_sep:
         raise ProfileError(f"{path}.arg", "arguments need an {args} slot in the call")
+    _no_empty(f"{path}.ends", pat.ends)
     if pat.types and "{type}" not in pat.arg:
         raise ProfileError(f"{path}.types", "spellings of types need a {type} slot in arg")
 

@@ -72,7 +72,7 @@ class _Lit:
     @property
     def core(self) -> str:
         """The first piece that is not whitespace: where a slot before this literal ends."""
-        return next((t for t in self.tokens if t != " "), "")
+        return next((t for t in self.tokens if t != " " and t != "~" and t[0] != _INDENT), "")
 
 
 @dataclass(frozen=True)
@@ -90,7 +90,10 @@ def _lit(text: str, exact_ws: bool = False) -> _Lit:
         if not piece:
             continue
         if piece.isspace():
-            toks.append(" ")
+            # indentation after a line break is significant (YAML-like blocks); other whitespace
+            # matches any whitespace
+            indent = piece[piece.rfind("\n") + 1:] if "\n" in piece else ""
+            toks.append(_INDENT + indent if indent else " ")
             continue
         # adjacent tags may have whitespace between them
         parts = piece.split("><")
@@ -129,6 +132,7 @@ class _Program:
     has_args: bool
     lead_ws: str                   # whitespace the pattern puts before a value (trimmed once)
     trail_ws: str                  # ... and after it
+    tail_text: bool                # the call's tail has more than whitespace
 
 
 @lru_cache(maxsize=128)
@@ -148,7 +152,7 @@ def _program(pat: PatternSpec) -> _Program:
     sep = _lit(pat.arg_sep) if pat.arg_sep else None
     lead = a_head_text[len(a_head_text.rstrip(_WS)):] if raw else ""
     trail = a_rest_text[: len(a_rest_text) - len(a_rest_text.lstrip(_WS))] if raw else ""
-    return _Program(head, arg_head, arg_rest, sep, tail, has_args, lead, trail)
+    return _Program(head, arg_head, arg_rest, sep, tail, has_args, lead, trail, bool(tail_text.strip(_WS)))
 
 
 def _first_lit(items: tuple[_Item, ...]) -> _Lit | bool | None:
@@ -166,17 +170,21 @@ def _first_lit(items: tuple[_Item, ...]) -> _Lit | bool | None:
 
 _MORE = -2
 _NO = -1
+_INDENT = "\x00"  # a whitespace token that ends with a line break and this indentation
 
 
 def _match_lit(lit: _Lit, text: str, i: int, final: bool) -> int:
     """End of ``lit`` matched at ``text[i]``; ``_MORE`` when the text ends inside it, ``_NO``."""
     n = len(text)
     for tok in lit.tokens:
-        if tok == " " or tok == "~":
+        if tok == " " or tok == "~" or tok[0] == _INDENT:
+            k = i
             while i < n and text[i] in _WS:
                 i += 1
             if i == n and not final:
                 return _MORE
+            if tok[0] == _INDENT and not text[k:i].endswith("\n" + tok[1:]):
+                return _NO
             continue
         end = i + len(tok)
         if text.startswith(tok, i):
@@ -203,7 +211,7 @@ def _slot_end(text: str, i: int, ender: _Lit | None, final: bool, no_ws: bool) -
     ``_MORE`` / ``_NO``."""
     limit = min(len(text), i + _MAX_SLOT)
     core = ender.core if ender is not None else ""
-    ws_ender = ender is None or not ender.tokens or ender.tokens[0] == " "
+    ws_ender = ender is None or not ender.tokens or ender.tokens[0] == " " or ender.tokens[0][0] == _INDENT
     k = text.find(core, i, limit + len(core)) if core else -1
     if no_ws or (not core and ender is not None and "\n" not in ender.text):
         brk = _first_ws(text, i, limit)
@@ -509,8 +517,10 @@ class PatternBody(Body):
 
     def __init__(self, spec: CodecSpec, stops: MarkerSet, schemas: Mapping[str, Mapping[str, Any]],
                  known_only: bool = False) -> None:
-        super().__init__(spec, stops, schemas, known_only)
         assert spec.pattern is not None
+        if spec.pattern.ends:
+            stops = MarkerSet([*((m, Kind.stop) for m in stops.markers), *((m, Kind.stop) for m in spec.pattern.ends)])
+        super().__init__(spec, stops, schemas, known_only)
         self.pat = spec.pattern
         self.prog = _program(spec.pattern)
         self.partial_values = False
@@ -595,36 +605,40 @@ class PatternBody(Body):
         """Before an argument, or the call's end (its tail; with none, a stop marker or text that
         is no argument)."""
         prog = self.prog
+        if prog.tail_text:  # a tail with text of its own comes first (``</call>`` is no ``<key>``)
+            t = _match_items(prog.tail, text, i, final, dict(self.slots), None, self.stops)
+            if t == _MORE:
+                return "more", i
+            if t >= 0:
+                return self._finish(t)
         k = i
         while k < len(text) and text[k] in _WS:
             k += 1
-        if prog.tail:
-            j = _match_items(prog.tail, text, i, final, dict(self.slots), None, self.stops)
-            if j == _MORE:
-                return "more", i
-            if j >= 0:
-                return self._finish(j)
-        elif k == len(text):
-            return self._finish(i) if final else ("more", i)
-        else:
-            m = self.stops.match_at(text, k, final)
-            if m is True:
-                return "more", i
-            if m is not None:
-                return self._finish(i)
+        stop = self.stops.match_at(text, k, final)
+        if stop is True:
+            return "more", i
+        if stop is not None and not prog.tail_text:
+            return self._finish(i)  # a stop marker ends the call
         got: dict[str, str] = {}
-        j = _match_items(prog.arg_head, text, i, final, got, None, self.stops)
+        j = _match_items(prog.arg_head, text, i, final, got, None, self.stops) if stop is None else _NO
         if j == _MORE:
             return "more", i
         if j >= 0:
             self._start_value(got)
             return "go", j
-        if not prog.tail:
-            return self._finish(i)  # what follows is not this call's
-        if final and (k == len(text) or _prefix_of_items(prog.arg_head, text, i)
-                      or _prefix_of_items(prog.tail, text, i)):
-            return self._cut("arguments", i)
-        return self._reject("neither an argument nor the end of the call", i)
+        if prog.tail:
+            t = _match_items(prog.tail, text, i, final, dict(self.slots), None, self.stops)
+            if t == _MORE:
+                return "more", i
+            if t >= 0:
+                return self._finish(t)
+            if final and (k == len(text) or _prefix_of_items(prog.arg_head, text, i)
+                          or _prefix_of_items(prog.tail, text, i)):
+                return self._cut("arguments", i)
+            return self._reject("neither an argument nor the end of the call", i)
+        if k == len(text) and not final:
+            return "more", i
+        return self._finish(i)  # the end, or text that is not this call's
 
     def _start_value(self, got: dict[str, str]) -> None:
         self.arg = got
@@ -660,8 +674,11 @@ class PatternBody(Body):
         if st == "more":
             self._stream_value()
             return "more", j
-        if final and j == len(text) and (self.prog.tail or _has_text(self.prog.arg_rest)):
-            return self._cut("last value", j)  # the stream ended where more of the call was due
+        if final and j == len(text) and (self.prog.tail_text or _has_text(self.prog.arg_rest)
+                                         or (self.stops and self.pat.value in _TEXT)):
+            # the stream ended where more of the call was due (its rest, or the marker that ends
+            # it): a text value may have been cut anywhere
+            return self._cut("last value", j)
         self.phase = "after"
         return "go", j
 
@@ -852,7 +869,7 @@ def _match_items(items: tuple[_Item, ...], text: str, i: int, final: bool, env: 
     slot_before = False
     for k, it in enumerate(items):
         if isinstance(it, _Lit):
-            if slot_before:
+            if slot_before and it.tokens and it.tokens[0][0] not in (" ", _INDENT):
                 while i < len(text) and text[i] in _WS:
                     i += 1
             j = _match_lit(it, text, i, final)
@@ -896,8 +913,8 @@ def _value_enders(prog: _Program, stops: tuple[str, ...], encoding: str) -> Mark
             return
         if first.core:
             pairs.append((first.core, Kind.trailer))
-        else:  # whitespace: a line break, or any whitespace
-            pairs.extend((c, Kind.trailer) for c in ("\n" if "\n" in first.text else " \t\r\n"))
+        else:  # whitespace: a line break, or that whitespace
+            pairs.append(("\n" if "\n" in first.text else first.text, Kind.trailer))
 
     first = _first_lit(prog.arg_rest)
     if first is True:  # nothing after the value inside the argument
