@@ -151,8 +151,10 @@ def _read(s1: str, s2: str | None, b1: str, f: Findings, quote: str) -> list[tup
     q2 = s1[c.k2 + len(KEY2):c.v2[0]]
     g = f.fork()
     # a word that differs between the string and the integer argument is the value's type
-    words = (_word_diff(q1, q2, at_end=False) or _word_diff(h, x, at_end=True)
-             or _word_diff(x.replace(KEY1, _K), t.replace(KEY2, _K), at_end=False))
+    # (keys as their slot: a key written again is not a type)
+    x_k, t_k = x.replace(KEY1, _K), t.replace(KEY2, _K)
+    words = (_word_diff(q1, q2, at_end=False) or _word_diff(h, x_k, at_end=True)
+             or _word_diff(x_k, t_k, at_end=False))
     if words is not None and (not words[0].isidentifier() or words[0][0].isdigit()):
         words = None
     if words is not None:

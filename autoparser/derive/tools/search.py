@@ -59,6 +59,10 @@ _STRINGS = ("Paris", 'say "hi"', "back\\slash", "line1\nline2", "Tōkyō 用户 
             "50% off, k=v; x", "it's ok", "&lt;b&gt; %20 done", "  padded  ", "New York")
 
 
+#: a tame turn's one string: a plain word, or text an encoding must escape (XML, percent, quotes)
+_TAME = (("Paris", "Oslo", "Lima"), ("a < b & c > d", 'say "hi"', "50% off, k=v; it's"))
+
+
 @dataclass
 class Sample:
     """One random call turn as the template renders it, and the calls it holds."""
@@ -86,7 +90,8 @@ def _value(rng: random.Random, kind: str, extra: tuple[str, ...]) -> Any:
 def samples(pr: Prober, shape: CallShape, markers: tuple[str, ...], n: int = SAMPLES,
             seed: int = 11, tame: bool = False) -> list[Sample]:
     """``n`` random call turns rendered (turns the template refuses are left out). ``tame``: one
-    plain word argument, one or two calls, no content: what every reading of a format must parse."""
+    string argument (a plain word, or text that needs escaping), one or two calls, no content:
+    what every reading of a format must parse."""
     rng = random.Random(seed)
     out = []
     keys = ["city"] if tame else list(_PARAMS)
@@ -97,7 +102,7 @@ def samples(pr: Prober, shape: CallShape, markers: tuple[str, ...], n: int = SAM
             rng.shuffle(chosen)
             extra = markers if i == n - 1 and not tame else ()
             calls.append({"name": rng.choice(_NAMES),
-                          "arguments": {k: (rng.choice(("Paris", "Oslo", "Lima")) if tame and k == "city"
+                          "arguments": {k: (rng.choice(_TAME[i % 2]) if tame and k == "city"
                                             else _value(rng, _PARAMS[k]["type"], extra)) for k in chosen}})
         ids = ["call_" + "".join(rng.choice("abcdefghjk0123456789") for _ in range(6)) for _ in calls]
         wire = []
@@ -174,7 +179,7 @@ def choose(pr: Prober, f: Findings, shape: CallShape, proposals: list[Proposal],
     guessed = f.reasoning is not None and f.confidence.get("reasoning", 1.0) <= 0.6
     # named codecs stay where they reproduce plain renders (they carry the peers' recovery rules):
     # the first that parses every tame turn back wins at once
-    tame = samples(pr, shape, (), n=3, seed=5, tame=True)
+    tame = samples(pr, shape, (), n=4, seed=5, tame=True)
     named = [p for p in ranked if not p.label.startswith("pattern")]
     if tame and named and not guessed:
         prof = _profile(named[0].findings, named[0].spec)
