@@ -34,7 +34,7 @@ __all__ = ["RULES", "SEARCH_TOOLS", "Sample", "choose", "samples"]
 CHOSEN = Rule("tools.search_chosen", "tools.codec",
               "of several readings of the renders, the one that parses the most random renders back wins")
 NONE_FITS = Rule("tools.search_none_fits", "tools.codec",
-                 "no reading parses most random renders back: the call format is not confirmed")
+                 "no reading parses four in five random renders back: the call format is not confirmed")
 INVALID = Rule("tools.search_invalid", "tools.codec",
                "a reading that breaks the profile's loading rules cannot parse anything: not tested", guard=True)
 REASONING_REFUTED = Rule("reasoning.refuted_by_search", "reasoning",
@@ -209,8 +209,10 @@ def choose(pr: Prober, f: Findings, shape: CallShape, proposals: list[Proposal],
     if not results:
         return ranked[0]
     got, won, why, with_reasoning = max(results, key=lambda r: (r[0], -r[1].rank, r[3]))
-    if got * 2 < len(turns):
-        # no reading fits: the simplest stands, and the evidence says what failed
+    # no reading fits (or only a pattern, half-way): the simplest stands, and the evidence says what
+    # failed. A pattern replaces a named codec's reading only when it reproduces the renders.
+    named_tried = any(not r[1].label.startswith("pattern") for r in results)
+    if got * 2 < len(turns) or (won.label.startswith("pattern") and named_tried and got * 5 < len(turns) * 4):
         got, won, why, with_reasoning = results[0]
     if not with_reasoning:
         r = won.findings.reasoning
@@ -223,7 +225,7 @@ def choose(pr: Prober, f: Findings, shape: CallShape, proposals: list[Proposal],
     tried = ", ".join(f"{p.label}{'' if r else ' (no reasoning)'} {n}/{len(turns)}" for n, p, _, r in results)
     won.findings.fire(CHOSEN, snippet=block, text=f"{won.label} reproduces {got}/{len(turns)} random "
                                                   f"call turns (tried: {tried})")
-    if got * 2 < len(turns):
+    if got * 5 < len(turns) * 4:
         won.findings.fire(NONE_FITS, cap=0.6, snippet=why,
-                          text=f"no reading reproduces most random call turns; {won.label} fails on {why}")
+                          text=f"no reading reproduces four in five random call turns; {won.label} fails on {why}")
     return won
