@@ -11,6 +11,7 @@ Skipped with a reason when the live extra, the model or the serve extra is missi
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import importlib.util
 import json
 import os
@@ -283,6 +284,31 @@ def test_the_return_trip_renders_earlier_calls_and_results(client: openai.OpenAI
     assert r.choices[0].message.content and r.choices[0].finish_reason in ("stop", "length")
 
 
+def test_the_reasoning_field_is_configurable(model: ServedModel) -> None:
+    # SmolLM2 writes no reasoning block, so this profile says the prompt opened one that the first
+    # space closes: the first word is reasoning, the rest content
+    from autoparser.profile import ReasoningSpec
+
+    thinking = dataclasses.replace(model, profile=model.profile.replace(
+        reasoning=ReasoningSpec(open=("<think>",), close=(" ",), start="prefilled")))
+    running = Running(create_app(thinking, ServeConfig(reasoning_field="reasoning")))
+    try:
+        client = openai.OpenAI(base_url=running.base + "/v1", api_key="none", max_retries=0)
+        kw: dict[str, Any] = dict(model=model.name, messages=[{"role": "user", "content": "Name one colour."}],
+                                  temperature=0, max_tokens=24)
+        whole = client.chat.completions.create(**kw).choices[0].message
+        with client.chat.completions.stream(**kw) as s:
+            for _ in s:
+                pass
+            streamed = s.get_final_completion().choices[0].message
+        raw = httpx.post(running.base + "/v1/chat/completions", json=kw).json()["choices"][0]["message"]
+    finally:
+        running.stop()
+    extra = whole.model_extra or {}
+    assert extra.get("reasoning") and " " not in extra["reasoning"] and "reasoning_content" not in raw
+    assert (streamed.model_extra or {}).get("reasoning") == extra["reasoning"] and streamed.content == whole.content
+
+
 # -- load and cancellation ----------------------------------------------------------------------
 
 
@@ -349,7 +375,8 @@ def test_a_full_queue_is_a_429_with_retry_after(strict: Running) -> None:
     err = refused.json()["error"]
     assert (err["type"], err["code"]) == ("requests", "rate_limit_exceeded") and set(err) == {
         "message", "type", "param", "code"}
-    assert strict.idle()["rejected"] == 1
+    after = strict.idle()
+    assert (after["rejected"], after["cancelled"], after["completed"]) == (1, 2, 0)  # both clients left early
 
 
 # -- errors -------------------------------------------------------------------------------------
