@@ -60,7 +60,7 @@ class ServedModel:
         lines = [
             f"model: {lp.path.name} on {lp.device} (served as {self.name!r}; context "
             f"{self.context_length if self.context_length else 'unknown'} tokens)",
-            f"profile: {prof.name or 'derived'}, {source}; confidence {prof.confidence:.2f}"
+            f"profile: {f'{prof.name!r}, ' if prof.name else ''}{source}; confidence {prof.confidence:.2f}"
             + (f" ({fields})" if fields else ""),
         ]
         missing = self.unestablished()
