@@ -351,6 +351,9 @@ def test_a_client_that_disconnects_frees_the_pipeline(srv: Running, model: Serve
     assert after["cancelled"] == before["cancelled"] + 1 and after["completed"] == before["completed"]
     r = httpx.post(srv.base + "/v1/chat/completions", json={"model": model.name, "messages": ASK, "max_tokens": 4})
     assert r.status_code == 200 and r.json()["choices"][0]["finish_reason"] == "length"
+    with pytest.raises(httpx.ReadTimeout):  # not streamed: the client gives up waiting for the whole answer
+        httpx.post(srv.base + "/v1/chat/completions", json={**body, "stream": False}, timeout=1.5)
+    assert srv.idle(timeout=10)["cancelled"] == before["cancelled"] + 2
 
 
 def test_a_full_queue_is_a_429_with_retry_after(strict: Running) -> None:
