@@ -236,6 +236,14 @@ def test_finish_reasons_stop_and_length(client: openai.OpenAI, model: ServedMode
     cut = client.chat.completions.create(model=model.name, messages=ask, temperature=0, max_completion_tokens=3)
     assert cut.choices[0].finish_reason == "length" and cut.usage is not None and cut.usage.completion_tokens == 3
     assert done.choices[0].message.content.startswith(cut.choices[0].message.content.strip())
+    word = done.choices[0].message.content.split()[1]  # a stop sequence ends the answer before it
+    stopped = client.chat.completions.create(model=model.name, messages=ask, temperature=0, max_tokens=96,
+                                             stop=[" " + word])
+    streamed = client.chat.completions.create(model=model.name, messages=ask, temperature=0, max_tokens=96,
+                                              stop=[" " + word], stream=True)
+    text = stopped.choices[0].message.content
+    assert stopped.choices[0].finish_reason == "stop" and done.choices[0].message.content.startswith(text + " " + word)
+    assert "".join(c.choices[0].delta.content or "" for c in streamed if c.choices) == text
 
 
 def test_a_call_cut_by_max_tokens_is_length_and_truncated(client: openai.OpenAI, model: ServedModel) -> None:

@@ -88,12 +88,6 @@ class ChatRequest:
     frequency_penalty: float | None = None
     ignore_eos: bool = False  # vLLM's extension: generate up to the token limit
 
-    def tool_named(self, name: str) -> Mapping[str, Any]:
-        for tool in self.tools:
-            if tool["function"]["name"] == name:
-                return tool
-        raise KeyError(name)
-
 
 def _type_name(value: object) -> str:
     return {dict: "object", list: "array", str: "string", bool: "boolean", int: "integer", float: "number",
