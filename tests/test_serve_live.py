@@ -60,6 +60,15 @@ REFUSING = ("{% for m in messages %}{% if m['role'] == 'system' %}{{ raise_excep
             "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}")
 
 
+def post(url: str, **kw: Any) -> httpx.Response:
+    """``httpx.post`` with a timeout a loaded CI machine meets (its default is 5 s)."""
+    return httpx.post(url, **{"timeout": 60, **kw})
+
+
+def get(url: str, **kw: Any) -> httpx.Response:
+    return httpx.get(url, **{"timeout": 60, **kw})
+
+
 class Running:
     """A uvicorn server on a free localhost port, in a thread."""
 
@@ -76,7 +85,7 @@ class Running:
             time.sleep(0.02)
 
     def health(self) -> dict[str, Any]:
-        return dict(httpx.get(self.base + "/health").json())
+        return dict(get(self.base + "/health").json())
 
     def idle(self, timeout: float = 10.0) -> dict[str, Any]:
         """/health once nothing generates or waits (fails after ``timeout`` s)."""
@@ -309,7 +318,7 @@ def test_the_reasoning_field_is_configurable(model: ServedModel) -> None:
             for _ in s:
                 pass
             streamed = s.get_final_completion().choices[0].message
-        raw = httpx.post(running.base + "/v1/chat/completions", json=kw).json()["choices"][0]["message"]
+        raw = post(running.base + "/v1/chat/completions", json=kw).json()["choices"][0]["message"]
     finally:
         running.stop()
     extra = whole.model_extra or {}
@@ -357,10 +366,10 @@ def test_a_client_that_disconnects_frees_the_pipeline(srv: Running, model: Serve
     after = srv.idle(timeout=10)  # 3000 tokens would take well over a minute
     assert time.monotonic() - left < 10
     assert after["cancelled"] == before["cancelled"] + 1 and after["completed"] == before["completed"]
-    r = httpx.post(srv.base + "/v1/chat/completions", json={"model": model.name, "messages": ASK, "max_tokens": 4})
+    r = post(srv.base + "/v1/chat/completions", json={"model": model.name, "messages": ASK, "max_tokens": 4})
     assert r.status_code == 200 and r.json()["choices"][0]["finish_reason"] == "length"
     with pytest.raises(httpx.ReadTimeout):  # not streamed: the client gives up waiting for the whole answer
-        httpx.post(srv.base + "/v1/chat/completions", json={**body, "stream": False}, timeout=1.5)
+        post(srv.base + "/v1/chat/completions", json={**body, "stream": False}, timeout=1.5)
     assert srv.idle(timeout=10)["cancelled"] == before["cancelled"] + 2
 
 
@@ -407,22 +416,22 @@ def test_every_error_has_its_status_and_openai_shape(srv: Running, strict: Runni
     bad_pattern = {"type": "function", "function": {"name": "f", "parameters": {
         "type": "object", "properties": {"x": {"type": "string", "pattern": "(unclosed"}}, "required": ["x"]}}}
     cases: list[tuple[str, httpx.Response, int, str | None, str | None]] = [
-        ("malformed JSON", httpx.post(url, content=b'{"model": ', headers={"content-type": "application/json"}),
+        ("malformed JSON", post(url, content=b'{"model": ', headers={"content-type": "application/json"}),
          400, None, "invalid_json"),
-        ("missing field", httpx.post(url, json={"model": model.name}), 400, "messages", None),
-        ("wrong field type", httpx.post(url, json={**good, "max_tokens": "four"}), 400, "max_tokens", None),
-        ("unknown model", httpx.post(url, json={**good, "model": "gpt-9"}), 404, "model", "model_not_found"),
-        ("unusable tool schema", httpx.post(url, json={**good, "tools": [bad_pattern], "tool_choice": "required"}),
+        ("missing field", post(url, json={"model": model.name}), 400, "messages", None),
+        ("wrong field type", post(url, json={**good, "max_tokens": "four"}), 400, "max_tokens", None),
+        ("unknown model", post(url, json={**good, "model": "gpt-9"}), 404, "model", "model_not_found"),
+        ("unusable tool schema", post(url, json={**good, "tools": [bad_pattern], "tool_choice": "required"}),
          400, "tools", "grammar_error"),
-        ("template refuses", httpx.post(strict.base + "/v1/chat/completions", json={
+        ("template refuses", post(strict.base + "/v1/chat/completions", json={
             "model": "strict", "messages": [{"role": "system", "content": "Be brief."}, *ASK]}),
          400, "messages", "template_error"),
-        ("prompt over the context", httpx.post(url, json={**good, "messages": [
+        ("prompt over the context", post(url, json={**good, "messages": [
             {"role": "user", "content": "word " * 9000}]}), 400, "messages", "context_length_exceeded"),
-        ("body over the limit", httpx.post(url, json={**good, "messages": [{"role": "user", "content": "x" * 70000}]}),
+        ("body over the limit", post(url, json={**good, "messages": [{"role": "user", "content": "x" * 70000}]}),
          413, None, "request_too_large"),
-        ("unknown route", httpx.get(srv.base + "/v1/nothing"), 404, None, "not_found"),
-        ("wrong method", httpx.get(url), 405, None, "method_not_allowed"),
+        ("unknown route", get(srv.base + "/v1/nothing"), 404, None, "not_found"),
+        ("wrong method", get(url), 405, None, "method_not_allowed"),
     ]
     for label, resp, status, param, code in cases:
         assert resp.status_code == status, (label, resp.text)
@@ -459,12 +468,12 @@ def test_autoparse_serve_as_a_user_starts_it() -> None:
         while True:
             assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
             try:
-                name = httpx.get(base + "/v1/models").json()["data"][0]["id"]
+                name = get(base + "/v1/models").json()["data"][0]["id"]
                 break
             except httpx.TransportError:
                 assert time.monotonic() < deadline, "autoparse serve did not come up"
                 time.sleep(0.2)
-        r = httpx.post(base + "/v1/chat/completions", json={"model": name, "messages": ASK, "temperature": 0})
+        r = post(base + "/v1/chat/completions", json={"model": name, "messages": ASK, "temperature": 0})
         assert r.status_code == 200 and r.json()["choices"][0]["message"]["content"]
         body = {"model": name, "messages": ASK, "stream": True, "max_tokens": 40, "temperature": 0}
         with httpx.stream("POST", base + "/v1/chat/completions", json=body, timeout=60) as resp:
