@@ -4,13 +4,13 @@
     python3 scripts/bench_serve.py [--runs 5] [--tokens 128] [--port 8931]
 
 One run measures both sides on the same machine, interleaved, with the same prompt text, token
-budget and grammar: **direct** is ``LLMPipeline.generate`` with a ``TextStreamer`` callback in
-this process (no parser, no HTTP); **server** is ``autoparse serve`` started as a subprocess and
-read over HTTP with streaming (SSE parsed by ``httpx``; the parser, the OpenAI chunks and the
-worker thread all in the path). Greedy decoding with ``ignore_eos`` fixes the token count of the
-plain workload; the tool-call workload is a call forced by the grammar, as ``tool_choice=required``
-sends it. Prints medians, the server/direct ratio, and the machine load. A benchmark, not a test:
-figures go in docs/performance.md.
+budget and grammar. **direct** is ``LLMPipeline.generate`` in this process with a ``StreamerBase``
+that only notes when the first token id arrives (no decoding, no parser, no HTTP). **server** is
+``autoparse serve`` started as a subprocess and read over HTTP with streaming (SSE parsed by
+``httpx``; the parser, the OpenAI chunks and the worker thread all in the path). Greedy decoding
+with ``ignore_eos`` fixes the token count of the plain workload; the tool-call workload is a call
+forced by the grammar, as ``tool_choice=required`` sends it. Prints medians, the server/direct
+ratio, and the machine load. A benchmark, not a test: figures go in docs/performance.md.
 """
 
 from __future__ import annotations
@@ -57,15 +57,21 @@ def direct(model: Any, body: dict[str, Any]) -> tuple[float, float, int]:
     if plan.grammar is not None:
         config.structured_output_config = build_structured_output(plan.grammar)
     first: list[float] = []
+
+    class FirstToken(ov.StreamerBase):  # type: ignore[misc]
+        """The earliest a GenAI caller can see a token: its id, undecoded."""
+
+        def write(self, token: Any) -> Any:
+            if not first:
+                first.append(time.perf_counter() - start)
+            return ov.StreamingStatus.RUNNING
+
+        def end(self) -> None:
+            pass
+
+    streamer = FirstToken()
     start = time.perf_counter()
-
-    def on_text(text: str) -> Any:
-        if not first and text:
-            first.append(time.perf_counter() - start)
-        return ov.StreamingStatus.RUNNING
-
-    res = model.live.pipeline.generate([plan.prompt], config,
-                                       ov.TextStreamer(model.live.tokenizer, on_text, {"skip_special_tokens": False}))
+    res = model.live.pipeline.generate([plan.prompt], config, streamer)
     total = time.perf_counter() - start
     return first[0], total, int(res.perf_metrics.get_num_generated_tokens())
 
@@ -147,7 +153,7 @@ def main() -> int:
         print(f"| {label} | {n_d} | {first_d:.0f} / {first_s:.0f} ({first_s / first_d:.2f}) | "
               f"{all_d:.0f} / {all_s:.0f} ({all_s / all_d:.2f}) | "
               f"{rate_d:.0f} / {rate_s:.0f} ({rate_s / rate_d:.2f}) |")
-    print("\n(first token: GenAI's first text chunk directly; through the server the first content delta, or for a "
+    print("\n(first token: GenAI's first token id directly; through the server the first content delta, or for a "
           "tool call the first call delta, sent once the call's name is certain)")
     return 0
 
