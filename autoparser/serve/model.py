@@ -89,10 +89,11 @@ class ServedModel:
 
 def context_length_of(path: Path) -> int | None:
     """The model's trained context length, read from its files (None when they do not say)."""
-    from autoparser.live.model import is_gguf, read_gguf_metadata
+    from autoparser.live.model import is_gguf
+    from autoparser.templates._gguf import read_metadata
 
     if is_gguf(path):
-        meta = read_gguf_metadata(path)
+        meta = read_metadata(path)
         value = meta.get(f"{meta.get('general.architecture')}.context_length")
         return int(value) if isinstance(value, int) and value > 0 else None
     config = path / "config.json"
