@@ -68,6 +68,8 @@ COMMANDS: tuple[Command, ...] = (
             "check a profile against live OpenVINO GenAI output"),
     Command("demo", "autoparser.demo:main_demo", "demo [--offline]",
             "show the parser at work on a live model (or bundled examples)"),
+    Command("serve", "autoparser.serve.cli:main_serve", "serve [MODEL] [--host H] [--port P] [--profile SPEC]",
+            "serve an OpenAI-compatible endpoint over OpenVINO GenAI"),
 )
 
 #: the exit status of an error, by type (the first matching row wins)
