@@ -75,6 +75,16 @@ CASES: list[tuple[str, str, str, Any, dict[str, Any], dict[str, Any] | None]] = 
      '<minimax:tool_call>\n<invoke name="a&amp;b">\n<parameter name="k&lt;1">say &quot;hi&quot;</parameter>\n'
      "</invoke>\n</minimax:tool_call>", None,
      {"tool_calls": [{"name": "a&b", "arguments": {"k<1": "say &quot;hi&quot;"}}]}, None),
+    ("llama3-json bare calls separated by ';' (no <|python_tag|>)", "llama3-json",
+     '{"name": "a", "parameters": {"x": 1}} ; {"name": "b", "parameters": {}};{"name": "c", "parameters": {"y": [2]}}',
+     None, {"tool_calls": [{"name": "a", "arguments": {"x": 1}}, {"name": "b", "arguments": {}},
+                           {"name": "c", "arguments": {"y": [2]}}]}, None),
+    ("a JSON object naming something, with no arguments but other members, is no call", "llama3-json",
+     '{"name": "Jane Doe", "location": "unknown"}', None,
+     {"content": '{"name": "Jane Doe", "location": "unknown"}'}, None),
+    ("arguments under another runtime's key are the arguments", "hermes",
+     '<tool_call>{"name": "a", "args": {"x": 1}}</tool_call><tool_call>{"name": "b", "input": {"y": 2}}</tool_call>',
+     None, {"tool_calls": [{"name": "a", "arguments": {"x": 1}}, {"name": "b", "arguments": {"y": 2}}]}, None),
     ("gemma4 thought channel label without its newline", "gemma4", "<|channel>thought<channel|>Hello", None,
      {"content": "Hello"}, None),
 ]

@@ -310,6 +310,11 @@ def _deciders(markers: tuple[str, ...]) -> re.Pattern[str] | None:
     return re.compile("[" + re.escape("".join(sorted(firsts | {"]"}))) + "]")
 
 
+#: the names JSON calls give their arguments object across runtimes: a codec's own keys come
+#: first; an object under one of these (and no own key) is the arguments too
+_ARGS_ALIASES = ("arguments", "parameters", "args", "input")
+
+
 def _decode_complete(text: str, i: int) -> tuple[Any, int] | None:
     """The JSON value starting at ``text[i]`` and where it ends, if it is complete and valid."""
     try:
@@ -619,6 +624,12 @@ class JsonBody(Body):
             if k in obj:
                 args = obj[k]
                 break
+        else:
+            alias = next((k for k in _ARGS_ALIASES if isinstance(obj.get(k), dict)), None)
+            if alias is not None:  # the spelling other runtimes of the dialect write
+                args = obj[alias]
+            elif set(obj) - {*s.name_keys, *s.id_keys, "type"}:
+                return None  # no arguments but other members: an object that names something, no call
         cid_key = next((k for k in s.id_keys if k in obj and obj[k] is not None), None)
         cid = str(obj[cid_key]) if cid_key is not None else None
         if cid_key is not None and self.streaming and self._id_after_arguments(obj, outer, cid_key):

@@ -155,6 +155,7 @@ class _Compiled:
                                    + [(m, Kind.s_close) for m in t.section_close]
                                    + [(m, Kind.s_open) for m in t.section_open] + eot
                                    + [(m, Kind.c_open) for m in t.call_open]
+                                   + [(m, Kind.sep) for m in t.separators]
                                    + look + look_start)
             # complete calls found whole in the working text take one short path (``_whole_call``)
             self.whole_calls = (t.codec.kind == "json" and t.alt_codec is None and bool(t.call_close))

@@ -193,6 +193,7 @@ IN_REGION: dict[Spot, dict[Kind, SpotStep]] = {
         Kind.eot: SpotStep(_C, eat=False, act=Act.check_closed),
         Kind.look: SpotStep(_CA, eat=False, act=Act.look),
         Kind.c_open: SpotStep(_B, eat=False, act=Act.next_call, alt=(_C,)),
+        Kind.sep: SpotStep(_B),  # the next call follows (marker-less calls too: Llama 3's ';')
     },
 }
 
