@@ -85,6 +85,12 @@ CASES: list[tuple[str, str, str, Any, dict[str, Any], dict[str, Any] | None]] = 
     ("arguments under another runtime's key are the arguments", "hermes",
      '<tool_call>{"name": "a", "args": {"x": 1}}</tool_call><tool_call>{"name": "b", "input": {"y": 2}}</tool_call>',
      None, {"tool_calls": [{"name": "a", "arguments": {"x": 1}}, {"name": "b", "arguments": {"y": 2}}]}, None),
+    ("a self-closing invoke element is a call with no arguments", "deepseek-v3.2",
+     '<｜DSML｜function_calls>\n<｜DSML｜invoke name="plan">\n<｜DSML｜parameter name="note" string="true">a'
+     '</｜DSML｜parameter>\n</｜DSML｜invoke>\n<｜DSML｜invoke name="submit" />\n</｜DSML｜function_calls>', None,
+     {"tool_calls": [PLAN_A, {"name": "submit", "arguments": {}}]}, None),
+    ("Llama 4 <|python_start|> call lists", "pythonic", "Hi <|python_start|>[a(x=1), b()]<|python_end|> ok", None,
+     {"content": "Hi  ok", "tool_calls": [{"name": "a", "arguments": {"x": 1}}, {"name": "b", "arguments": {}}]}, None),
     ("gemma4 thought channel label without its newline", "gemma4", "<|channel>thought<channel|>Hello", None,
      {"content": "Hello"}, None),
 ]

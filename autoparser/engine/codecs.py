@@ -219,6 +219,8 @@ def _header_parts(pattern: str, slot: str, ends: str, extra_stops: tuple[str, ..
     alts = []
     if suf:
         alts.append("(?P<suf>" + _lit_regex(suf) + ")")
+        if suf.endswith(">") and not suf.endswith("/>"):  # an element with no body: <invoke name="f"/>
+            alts.append("(?P<selfclose>" + _lit_regex(suf[:-1]) + r"\s*/>)")
     stops = [re.escape(s) for s in sorted(set(extra_stops), key=len, reverse=True) if s]
     if ends:
         stops.append("[" + re.escape(ends) + "]")
@@ -259,6 +261,7 @@ class _Header:
         self._attr = _in_attribute(self.prefix, self.suffix)
         self.buf = ""
         self.matched_suffix = False
+        self.self_closed = False     # the header ended its element (``/>``): the call has no body
 
     def feed(self, text: str, pos: int, final: bool) -> tuple[str, str | None, int] | None:
         """("ok", slot, index after header) | ("bad", None, pos) | ("more", None, consumed up to)
@@ -284,7 +287,8 @@ class _Header:
             h = self._stops.holdback(b, max(start, old)) if self._stops else len(b)
             self.buf = b[:h]
             return "more", None, pos + (h - old)
-        self.matched_suffix = m2.groupdict().get("suf") is not None
+        self.self_closed = m2.groupdict().get("selfclose") is not None
+        self.matched_suffix = self.self_closed or m2.groupdict().get("suf") is not None
         end = m2.end() if self.matched_suffix else m2.start()
         if end < old:  # pragma: no cover - found in an earlier feed already
             return "bad", None, pos
@@ -1069,6 +1073,10 @@ class TaggedBody(Body):
             if self.streaming:
                 self.call_name = slot
                 self._st_frags.append("{")
+            if self.header.self_closed:  # no parameters, no trailer: the call is complete
+                if self.streaming:
+                    self._st_frags, self._st_done = [], True
+                return self._finish_body(pos=pos, complete=True)
         m, safe = self.all_ends.scan(text, pos, final)
         if m is None:
             self.body.append(text[pos:safe])
