@@ -45,6 +45,7 @@ REASONS = {
     "reasoning-split": "reasoning and content are split differently (the peer's fixed start state)",
     "derived-profile": "the profile derived from the model's template parses differently",
     "gap": "a recovery the peer does and we do not (yet)",
+    "harvest": "the recorded input is not what the peer's test parsed (the harvest could not follow it)",
 }
 
 #: settings tried, in order, to find one that gives the peer's result
