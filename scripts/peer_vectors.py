@@ -250,12 +250,14 @@ def report() -> None:
 
 def listing() -> None:
     """The disagreements and engine failures as a markdown table (docs/conformance.md)."""
-    print("| vector | dialect / template | reason | setting giving the peer's result |\n|---|---|---|---|")
+    print("| vector | dialect / template | reason | setting giving the peer's result | note |\n"
+          "|---|---|---|---|---|")
     for case in vectors():
         d = case.get("disagreement")
         if d:
             setting = json.dumps(d["peer_setting"]) if d["peer_setting"] else "none"
-            print(f"| `{case['id']}` | {case.get('dialect') or case['template']} | {d['reason']} | `{setting}` |")
+            print(f"| `{case['id']}` | {case.get('dialect') or case['template']} | {d['reason']} | `{setting}` "
+                  f"| {d.get('note', '')} |")
     print("\n| vector (engine: strict xfail) | dialect | diagnosis |\n|---|---|---|")
     for case in vectors():
         if case.get("known_failure"):

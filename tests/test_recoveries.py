@@ -94,6 +94,10 @@ CASES: list[tuple[str, str, str, Any, dict[str, Any], dict[str, Any] | None]] = 
     ("a JSON call inside a GLM call block is read as JSON; JSON where a name stands is no name", "glm",
      '<tool_call>{"name": "a", "arguments": {"x": 1}}</tool_call>', None,
      {"tool_calls": [{"name": "a", "arguments": {"x": 1}}]}, None),
+    ("a value on lines of its own loses those two line breaks; a value ending in one keeps it", "minimax-m2",
+     '<minimax:tool_call>\n<invoke name="f">\n<parameter name="a">\nx\n\n</parameter>\n<parameter name="b">y\n'
+     "</parameter>\n</invoke>\n</minimax:tool_call>", None,
+     {"tool_calls": [{"name": "f", "arguments": {"a": "x\n", "b": "y\n"}}]}, None),
     ("gemma4 thought channel label without its newline", "gemma4", "<|channel>thought<channel|>Hello", None,
      {"content": "Hello"}, None),
 ]

@@ -197,16 +197,20 @@ def _split_slot(pattern: str, slot: str) -> tuple[str, str]:
 
 
 def _trim_one(value: str, before: str, after: str) -> str:
-    """Strip exactly the whitespace the pattern puts around a value, once each side."""
+    """Strip exactly the whitespace the pattern puts around a value, once each side. Where the
+    pattern puts none, a value written on lines of its own (``<k>\nv\n</k>``) is formatting too:
+    its first line break is dropped, and its last one with it (only then: ``v\n`` keeps it)."""
     lead = before[len(before.rstrip(_WS)):]
     trail = after[: len(after) - len(after.lstrip(_WS))]
+    own_line = False
     if lead and value.startswith(lead):
         value = value[len(lead):]
-    elif lead and value[:1] in ("\n",):
+    elif value[:1] == "\n":
         value = value[1:]
+        own_line = not lead
     if trail and value.endswith(trail):
         value = value[: -len(trail)]
-    elif trail and value[-1:] in ("\n",):
+    elif (trail or own_line) and value[-1:] == "\n":
         value = value[:-1]
     return value
 
@@ -915,6 +919,7 @@ class TaggedBody(Body):
         self._st_frags: list[str] = []
         self._st_done = False
         self._st_whole = False       # the body came complete at once and did not stream
+        self._st_own_line = False    # the string value began on a line of its own
 
     # -- argument streaming ----------------------------------------------------------------------
     def take_args(self) -> str:
@@ -1020,7 +1025,8 @@ class TaggedBody(Body):
             if self._st_schema is not None and safe.strip(_WS).lower() in ("", "n", "nu", "nul", "null"):
                 return buf  # may still be null, which a typed schema reads as None
             lead = self._mid[len(self._mid.rstrip(_WS)):]
-            cut = len(lead) if lead and buf.startswith(lead) else 1 if lead and buf[:1] == "\n" else 0
+            cut = len(lead) if lead and buf.startswith(lead) else 1 if buf[:1] == "\n" else 0
+            self._st_own_line = cut == 1 and not lead  # (``_trim_one``: then the last break goes too)
             if cut >= k:
                 return buf
             self._st_frags.append(self._member(self._st_key or "") + '"')
@@ -1037,7 +1043,7 @@ class TaggedBody(Body):
                 trail = self._post[: len(self._post) - len(self._post.lstrip(_WS))]
                 if trail and raw.endswith(trail):
                     raw = raw[: -len(trail)]
-                elif trail and raw[-1:] == "\n":
+                elif (trail or self._st_own_line) and raw[-1:] == "\n":
                     raw = raw[:-1]
             else:
                 raw = raw.rstrip(_WS)
