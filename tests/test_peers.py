@@ -79,3 +79,15 @@ def test_vector_files_are_well_formed() -> None:
         assert c["expected"], c["id"]
         assert not c.get("disagreement") or c["disagreement"]["reason"] in pv.REASONS, c["id"]
     assert len(cases) >= 900
+
+
+def test_docs_list_every_disagreement_and_engine_failure() -> None:
+    """docs/conformance.md's listing is ``scripts/peer_vectors.py list``: every recorded
+    disagreement and known failure is there with its reason (rerun ``list`` after ``annotate``)."""
+    doc = (pv.ROOT / "docs" / "conformance.md").read_text(encoding="utf-8")
+    for c in pv.vectors():
+        d = c.get("disagreement")
+        if d:
+            assert f"| `{c['id']}` | {c.get('dialect') or c['template']} | {d['reason']} |" in doc, c["id"]
+        if c.get("known_failure"):
+            assert f"| `{c['id']}` |" in doc, c["id"]
