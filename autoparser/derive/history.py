@@ -26,7 +26,7 @@ from ..errors import TemplateError
 from ..profile import HistorySpec, Profile
 from .probes import NAME1, VAL1, CallShape, Prober, tools_for
 
-__all__ = ["REASONING_FIELDS", "find_history"]
+__all__ = ["REASONING_FIELDS", "SAMPLE_TOOLS", "SWITCHES", "find_history", "reasoning_switches", "sample_turns"]
 
 #: the message keys templates read reasoning from, in the order they are tried
 REASONING_FIELDS = ("reasoning_content", "thinking", "reasoning", "thought", "tool_plan")
@@ -118,3 +118,84 @@ def _faithful(span: str) -> bool:
         return False
     twice = json.dumps(json.dumps(_ARGS))[1:-1]
     return repr(_ARGS)[1:-1] not in span and "\\\"argQXa\\\"" not in span and twice not in span
+
+
+_SAMPLE_CALLS: tuple[tuple[tuple[str, dict[str, Any]], ...], ...] = (
+    (("get_weather", {"city": "Paris", "days": 3}),),
+    (("get_weather", {"city": "Paris", "days": 3}), ("get_time", {"city": "Rome"})),
+)
+
+
+#: the tools the sample turns call (a parser reading them back types arguments by these schemas)
+SAMPLE_TOOLS: list[dict[str, Any]] = [
+    {"type": "function", "function": {"name": n, "description": n, "parameters": {
+        "type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
+        "required": ["city"]}}} for n in ("get_weather", "get_time")]
+
+
+def sample_turns(template: str, bos: str | None, eos: str | None,
+                 prof: Profile) -> list[tuple[str, list[tuple[str, dict[str, Any]]]]]:
+    """The template's own call turns (one call, two calls), written as the profile's return trip
+    says, each with the calls it holds: what another parser must read back to claim the format.
+
+    Empty when the template writes no calls or no turn renders them."""
+    from ..history import history_message
+    from ..result import Result, ToolCall
+
+    if prof.tools is None and prof.messages is None:
+        return []
+    tools = SAMPLE_TOOLS
+    out = []
+    for calls in _SAMPLE_CALLS:
+        for ids in (("call0A1b2", "call1C3d4"), ("functions.get_weather:0", "functions.get_time:1")):
+            res = Result(tool_calls=[ToolCall(n, a, i) for (n, a), i in zip(calls, ids, strict=False)])
+            text = _render_turn(template, bos, eos, history_message(res, prof), tools)
+            if text is not None and all(n in text for n, _ in calls):
+                out.append((_until_end(text, prof), [(n, dict(a)) for n, a in calls]))
+                break
+    return out
+
+
+def _render_turn(template: str, bos: str | None, eos: str | None, message: dict[str, Any],
+                 tools: list[dict[str, Any]]) -> str | None:
+    for permissive in (False, True):
+        for context in ({}, {"documents": [{"title": "QXdoc", "text": "QXdoc text"}]}):
+            pr = Prober(template, bos, eos)
+            pr.permissive = permissive
+            span = pr.turn("sample", message, tools=tools, **context).span
+            if span is not None and "Paris" in span:
+                return span
+    return None
+
+
+def _until_end(text: str, prof: Profile) -> str:
+    """What the model writes: up to its end-of-turn marker (a template may go on with the next header)."""
+    k = text.rfind("Paris")
+    ends = sorted((text.find(m, k), m) for m in prof.strip if text.find(m, k) >= 0)
+    return text[:ends[0][0] + len(ends[0][1])] if ends else text
+
+
+#: template variables that switch reasoning on and off, with the values tried (read from renders:
+#: a variable switches reasoning when setting it changes the generation prompt around a marker)
+SWITCHES: tuple[tuple[str, tuple[Any, ...]], ...] = (
+    ("enable_thinking", (True, False)), ("thinking", (True, False)), ("thinking_mode", ("enabled", "disabled")),
+    ("reasoning_effort", ("high", "low", "none", "no_think")), ("reasoning", (True, False)))
+
+
+def reasoning_switches(template: str, bos: str | None, eos: str | None, markers: tuple[str, ...]) -> list[str]:
+    """The variables whose values change the generation prompt's reasoning markers."""
+    found = []
+    names = [m.strip() for m in markers if m.strip()]
+    for var, values in SWITCHES:
+        tails = set()
+        for value in (None, *values):
+            pr = Prober(template, bos, eos)
+            prompt = pr.prompt(**({} if value is None else {var: value}))
+            if prompt is None:
+                continue
+            k = prompt.rfind("UQXu1")
+            tail = prompt[k:] if k >= 0 else prompt[-200:]
+            tails.add(tuple(n for n in names if n in tail))
+        if len(tails) > 1:
+            found.append(var)
+    return found
