@@ -26,6 +26,7 @@ usage: autoparse PATH [--json] [--explain] [--emit FORMAT]   analyse a model dir
        autoparse scan PATH... [--engine ray]               analyse many models or templates
        autoparse batch IN -o OUT --profile-column COL      parse a JSONL/Parquet file of completions
        autoparse verify [PATH] [--dialect NAME ...]        check a profile against live OpenVINO output
+       autoparse resolve --for HOST MODEL [--json]         which of HOST's own parsers fits MODEL, or none and why
        autoparse demo                                      show the parser at work on built-in examples
 """
 
@@ -45,7 +46,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             from .demo import run_demo
 
             return run_demo(rest, sys.stdout)
-        if cmd in ("scan", "verify", "batch"):
+        if cmd in ("scan", "verify", "batch", "resolve"):
             return _delegate(cmd, rest)
         return _delegate("analyze", args)
     except AutoparserError as e:
@@ -60,7 +61,8 @@ def _delegate(cmd: str, rest: list[str]) -> int:
     import importlib
 
     modules = {"analyze": "autoparser.derive.cli", "scan": "autoparser.derive.cli",
-               "verify": "autoparser.live.verify", "batch": "autoparser.batch_cli"}
+               "verify": "autoparser.live.verify", "batch": "autoparser.batch_cli",
+               "resolve": "autoparser.export.resolve_cli"}
     try:
         mod = importlib.import_module(modules[cmd])
     except ModuleNotFoundError as e:

@@ -204,7 +204,6 @@ class Profile:
     strip: tuple[str, ...] = ()
     tools: ToolSpec | None = None
     messages: MessagesSpec | None = None
-    runtime_names: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     confidence: float = 1.0
     field_confidence: Mapping[str, float] = field(default_factory=dict)
     evidence: tuple[str, ...] = ()
@@ -248,7 +247,7 @@ class Profile:
     def wire_format(self) -> dict[str, Any]:
         """The fields that decide how text is parsed (no names, evidence or confidence)."""
         d = self.to_dict()
-        for k in ("name", "version", "description", "families", "runtime_names", "confidence",
+        for k in ("name", "version", "description", "families", "confidence",
                   "field_confidence", "evidence", "special_markers", "history"):
             d.pop(k, None)
         return d
@@ -271,6 +270,9 @@ class Profile:
         if version != PROFILE_VERSION:
             raise ProfileError("version", f"unsupported profile version {version!r} "
                                           f"(this autoparser reads version {PROFILE_VERSION})")
+        # other runtimes' parser names are no longer a profile field: autoparser.resolve reads the
+        # hosts' own tables (autoparser/export/hosts); files written before keep loading
+        data = {k: v for k, v in data.items() if k != "runtime_names"}
         prof = _from_jsonable(cls, data, "")
         assert isinstance(prof, Profile)
         _check_semantics(prof)

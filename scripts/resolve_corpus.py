@@ -112,6 +112,8 @@ def enable_thinking_switches(text: str, bos: str | None, eos: str | None) -> boo
 
 
 def reasoning_wrong(r: HostReasoning, row: dict[str, str], switch: bool) -> str | None:
+    if r.harmony:  # Harmony's analysis channel: right exactly for a Harmony template
+        return None if row["tool_format"] == "harmony" else "the label's format is not Harmony"
     o, c = unescape(row["reasoning_open"]).strip(), unescape(row["reasoning_close"]).strip()
     if not c:
         return "the label says the template has no reasoning format"

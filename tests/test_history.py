@@ -24,8 +24,6 @@ from autoparser.profile import HistorySpec, Profile
 from autoparser.result import Result, ToolCall
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "templates"
-if not SHARED.is_dir():
-    SHARED = Path("/work/shared/templates")
 
 TOOLS = [{"type": "function", "function": {
     "name": "get_weather", "description": "Get the weather",

@@ -265,7 +265,7 @@ def resolve_profile(prof: Profile, host_name: str, *, source: str = "",
     h = host(host_name)
     tools = _bind_tools(h, prof, samples) if (prof.tools is not None or prof.messages is not None) else None
     reasoning = (_bind_reasoning(h, prof, tools.parser if tools else None) if prof.reasoning is not None
-                 else None)
+                 else _bind_harmony(h) if prof.messages is not None else None)
     if h.name == "ollama":
         tools, reasoning = _one_parser(h, tools, reasoning)
     flags, settings = _flags(h, prof, tools, reasoning)
@@ -410,6 +410,15 @@ def _bind_reasoning(h: Host, prof: Profile, tool_parser: str | None) -> Binding:
     if best.start == "request":
         caveats += ("pass enable_thinking in chat_template_kwargs on every request, as the prompt was rendered",)
     return Binding("reasoning", best.name, f"reads {what}", tuple(p.name for p in fits[1:]), caveats)
+
+
+def _bind_harmony(h: Host) -> Binding:
+    """Harmony's analysis channel is the reasoning: the host's Harmony reasoning parser, if any."""
+    names = [p.name for p in h.reasoning if p.harmony]
+    if not names:
+        return Binding("reasoning", None, f"no {h.title} reasoning parser reads Harmony channels; "
+                                          "use autoparser's parser")
+    return Binding("reasoning", names[0], "reads Harmony's analysis channel", tuple(names[1:]))
 
 
 def _one_parser(h: Host, tools: Binding | None, reasoning: Binding | None) -> tuple[Binding | None, Binding | None]:

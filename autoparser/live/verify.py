@@ -322,15 +322,13 @@ class OVParser:
         return f"{self.cls}({', '.join(f'{k}={v!r}' for k, v in self.kwargs)})"
 
 
-_OV_TOOL_PARSERS = {"llama3_json_tool_parser": "Llama3JsonToolParser",
-                    "llama3_pythonic_tool_parser": "Llama3PythonicToolParser"}
-
-
 def openvino_parsers_for(probe: Probe, profile: Profile) -> list[OVParser]:
     """The GenAI parsers that read this probe's format (empty when GenAI has none)."""
     if probe.kind == "call":
-        tool = profile.runtime_names.get("openvino", {}).get("tool")
-        cls = _OV_TOOL_PARSERS.get(tool or "")
+        from ..export.resolve import resolve_profile
+
+        binding = resolve_profile(profile, "genai").tools  # GenAI's own parser, when one reads the format
+        cls = binding.parser if binding is not None else None
         return [OVParser(cls, compares="calls")] if cls else []
     r = profile.reasoning
     if probe.kind != "reasoning" or r is None or len(r.open) != 1 or len(r.close) != 1:
