@@ -127,7 +127,7 @@ def test_cli_resolve(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None
     assert "--tool-call-parser hermes" in capsys.readouterr().out
     assert main(["resolve", "--for", "vllm", str(bad), "--json"]) == 3
     assert json.loads(capsys.readouterr().out)["tools"]["parser"] is None
-    assert main(["resolve", "--for", "vllm", str(tmp_path / "missing.jinja")]) == 1
+    assert main(["resolve", "--for", "vllm", str(tmp_path / "missing.jinja")]) not in (0, 3)  # an error
 
 
 @needs_shared

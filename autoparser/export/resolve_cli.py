@@ -3,7 +3,7 @@
 Prints the flags (or settings) to bind, one line per part with the reason, the return-trip facts
 and the profile's confidence; ``--json`` prints :meth:`Resolution.to_dict`. Exit status 0 when every
 part of the profile has a host parser, 3 when some part is refused (autoparser's parser is needed
-for it), 1 on an error (a bad path, an unknown host).
+for it), and the status of ``autoparser.cli.EXIT_CODES`` on an error (a bad path, an unknown host).
 """
 
 from __future__ import annotations
@@ -13,12 +13,14 @@ import json
 import sys
 from typing import TextIO
 
+from ..cli import command
 from .hosts import HOSTS
 from .resolve import Resolution, resolve
 
 __all__ = ["main_resolve"]
 
 
+@command("autoparse resolve")
 def main_resolve(argv: list[str], out: TextIO | None = None) -> int:
     out = out or sys.stdout
     ap = argparse.ArgumentParser(prog="autoparse resolve", description=__doc__.splitlines()[0] if __doc__ else "")
