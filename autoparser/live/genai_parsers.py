@@ -75,12 +75,11 @@ def genai_parser_classes() -> tuple[type, type]:
             res = parse_text(str(message.get("content", "")), self.profile, tools=self.tools,
                              reasoning=self.reasoning, policy=self.policy)
             self.last = res
-            msg = message_from_result(res)
-            message["content"] = msg["content"] or ""
+            message["content"] = res.content  # as parsed (the incremental parser streams the same text)
             if res.reasoning:
                 message["reasoning_content"] = res.reasoning
             if res.tool_calls:
-                message["tool_calls"] = msg["tool_calls"]
+                message["tool_calls"] = message_from_result(res)["tool_calls"]
 
     class GenAIIncrementalParser(ov.IncrementalParser):  # type: ignore[misc, name-defined]
         """Streamed deltas, parsed as they arrive (``TextParserStreamer``)."""
