@@ -70,6 +70,8 @@ COMMANDS: tuple[Command, ...] = (
             "which of a host's own parsers fits a model, with what flags, or none and why"),
     Command("demo", "autoparser.demo:main_demo", "demo [--offline]",
             "show the parser at work on a live model (or bundled examples)"),
+    Command("serve", "autoparser.serve.cli:main_serve", "serve [MODEL] [--host H] [--port P] [--profile SPEC]",
+            "serve an OpenAI-compatible endpoint over OpenVINO GenAI"),
 )
 
 #: the exit status of an error, by type (the first matching row wins)

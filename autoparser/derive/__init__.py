@@ -15,7 +15,6 @@ from typing import Any
 
 from ..errors import AutoparserError, TemplateError
 from ..profile import Profile
-from .calls import find_tools
 from .confidence import combine
 from .extract import Findings, find_content
 from .failures import check_renders
@@ -27,6 +26,7 @@ from .reasoning import find_reasoning
 from .rules import Evidence
 from .selfcheck import CheckResult, self_check
 from .structure import structural_checks, validated
+from .tools import find_tools
 
 __all__ = ["Analysis", "analyze", "analyze_detailed", "detect", "fingerprint", "load", "overrides"]
 
