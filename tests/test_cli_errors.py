@@ -142,6 +142,14 @@ CASES: dict[str, list[Case]] = {
         Case(("verify", "--dialect", "no-such-dialect"), 2, "no-such-dialect"),
         Case(("verify", "--bogus"), 2, "--bogus"),
     ],
+    "resolve": [
+        Case(("resolve", "{template.jinja}"), 2, "--for"),
+        Case(("resolve", "--for", "tgi", "{template.jinja}"), 2, "--for"),
+        Case(("resolve", "--for", "vllm", "{missing}"), 2, "{missing}"),
+        Case(("resolve", "--for", "vllm", "{binary.jinja}"), 2, "{binary.jinja}"),
+        Case(("resolve", "--for", "vllm", "{empty.jinja}"), 2, "{empty.jinja}"),
+        Case(("resolve", "--for", "vllm", "{invalid.json}"), 2, "{invalid.json}"),
+    ],
     "demo": [
         Case(("demo", "--bogus"), 2, "--bogus"),
         Case(("demo", "extra"), 2, "extra"),

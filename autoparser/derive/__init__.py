@@ -18,6 +18,7 @@ from ..profile import Profile
 from .confidence import combine
 from .extract import Findings, find_content
 from .failures import check_renders
+from .history import find_history
 from .match import name_profile
 from .messages import find_messages
 from .probes import OUT_OF_TIME, UNPASSED, Prober, tools_for
@@ -107,6 +108,7 @@ def analyze_detailed(chat_template: str, bos_token: str | None = None, eos_token
     structural_checks(prof, f, special_tokens)
     check = self_check(pr, prof, n=check_messages, shape=f.call_shape)
     check_renders(pr, f)  # no assistant turn rendered at all: TemplateError, not a profile
+    history = find_history(pr, prof, f.call_shape)  # the return trip, from renders (kept below)
     if messages is not None:  # the headers replace the reasoning and call findings
         for k in ("reasoning", "tools", "tools.codec", "tools.markers"):
             f.confidence.pop(k, None)
@@ -132,7 +134,7 @@ def analyze_detailed(chat_template: str, bos_token: str | None = None, eos_token
             prof = _from_override(prof, override)
         elif name is not None:
             prof = _with_builtin_rules(prof, name)
-    return Analysis(prof, f, check, time.perf_counter() - t0, pr.renders)
+    return Analysis(replace(prof, history=history), f, check, time.perf_counter() - t0, pr.renders)
 
 
 def overrides() -> list[dict[str, Any]]:
