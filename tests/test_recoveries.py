@@ -91,7 +91,7 @@ CASES: list[tuple[str, str, str, Any, dict[str, Any], dict[str, Any] | None]] = 
      {"tool_calls": [PLAN_A, {"name": "submit", "arguments": {}}]}, None),
     ("Llama 4 <|python_start|> call lists", "pythonic", "Hi <|python_start|>[a(x=1), b()]<|python_end|> ok", None,
      {"content": "Hi  ok", "tool_calls": [{"name": "a", "arguments": {"x": 1}}, {"name": "b", "arguments": {}}]}, None),
-    ("a JSON call inside a GLM call block is read as JSON; JSON where a name stands is no name", "glm",
+    ("a JSON call inside a GLM call block is read as JSON", "glm",
      '<tool_call>{"name": "a", "arguments": {"x": 1}}</tool_call>', None,
      {"tool_calls": [{"name": "a", "arguments": {"x": 1}}]}, None),
     ("a value on lines of its own loses those two line breaks; a value ending in one keeps it", "minimax-m2",

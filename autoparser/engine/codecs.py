@@ -162,16 +162,7 @@ class Body:
         return None, j, slot
 
     def _name_ok(self, name: str) -> bool:
-        """A tool name: any the request lists; otherwise one with no line break, quote or bracket
-        (a JSON object where a name should stand is not a call to forward; spaces are names')."""
-        if not name:
-            return False
-        if name in self.schemas:
-            return True
-        return not self.known_only and _NOT_A_NAME.search(name) is None
-
-
-_NOT_A_NAME = re.compile(r"[\n\"'`{}\[\]()<>]")
+        return bool(name) and (not self.known_only or name in self.schemas)
 
 
 # -- pattern helpers ---------------------------------------------------------------------------
