@@ -14,11 +14,12 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import AutoparserError, TemplateError
-from ..profile import Profile
+from ..profile import BuiltinUse, Profile
 from .calls import find_tools
 from .confidence import combine
 from .extract import Findings, find_content
-from .failures import check_renders
+from .failures import check_renders, check_said
+from .known import with_builtin
 from .match import name_profile
 from .messages import find_messages
 from .probes import OUT_OF_TIME, UNPASSED, Prober, tools_for
@@ -86,6 +87,7 @@ def analyze_detailed(chat_template: str, bos_token: str | None = None, eos_token
                text=f"the template reads variables no caller passes ({', '.join(map(repr, pr.filled))}); "
                     "the probes bound them to empty strings")
     messages = find_messages(f, pr.prompt(tools or None))
+    check_said(f)  # renders that show nothing the assistant said: TemplateError, not a profile
     if eos_token and eos_token not in f.strip and not eos_token.isspace():
         f.strip.append(eos_token)
     reasoning_markers = set()
@@ -111,8 +113,6 @@ def analyze_detailed(chat_template: str, bos_token: str | None = None, eos_token
         f.fire(OUT_OF_TIME, conf=0.3, snippet=str(pr.out_of_time),
                text=f"probes stopped: {pr.out_of_time}; what they would have shown is unknown")
     conf = combine(f, check, has_calls=prof.tools is not None or prof.messages is not None)
-    for fail in check.failures[:3]:
-        f.evidence.append(f"self-check failure: {fail}")
     name, hint_note = name_profile(prof, model_id, use_hint=known)  # model_id: a tie-break, never more
     if hint_note is not None:
         f.evidence.append(hint_note)
@@ -121,14 +121,13 @@ def analyze_detailed(chat_template: str, bos_token: str | None = None, eos_token
                           "parsed back exactly")
     for fail in check.failures[:3]:
         f.evidence.append(f"self-check failure: {fail}")
-    prof = replace(prof, name=name, confidence=conf, field_confidence=dict(f.confidence),
-                   evidence=tuple(f.evidence))
-    if known:
-        override = _override_for(chat_template)
-        if override is not None:
-            prof = _from_override(prof, override)
-        elif name is not None:
-            prof = _with_builtin_rules(prof, name)
+    prof = replace(prof, name=name, confidence=conf)
+    override = _override_for(chat_template) if known else None
+    if known and override is None and name is not None:
+        prof = with_builtin(prof, name, check, f)  # what the builtin adds where the renders agree
+    prof = replace(prof, field_confidence=dict(f.confidence), evidence=tuple(f.evidence))
+    if override is not None:
+        prof = _from_override(prof, override)
     return Analysis(prof, f, check, time.perf_counter() - t0, pr.renders)
 
 
@@ -161,22 +160,12 @@ def _from_override(prof: Profile, o: dict[str, Any]) -> Profile:
     from ..dialects import get_profile
 
     b = get_profile(o["dialect"])
+    parts = (("messages", b.messages), ("tools", b.tools), ("reasoning", b.reasoning), ("strip", b.strip))
     return replace(b, name=o["dialect"], confidence=max(prof.confidence, 0.9),
                    field_confidence=prof.field_confidence,
+                   builtin=BuiltinUse(o["dialect"], taken=tuple(k for k, v in parts if v)),
                    evidence=(*prof.evidence, f"override for template {o['template']!r} "
                              f"(sha256 {o['sha256'][:12]}...): dialect {o['dialect']!r} because {o['reason']}"))
-
-
-def _with_builtin_rules(prof: Profile, name: str) -> Profile:
-    """Take what templates cannot reveal (recovery rules, alternative spellings) from the builtin."""
-    from ..dialects import get_profile
-
-    b = get_profile(name)
-    return replace(b, name=name, confidence=prof.confidence, field_confidence=prof.field_confidence,
-                   messages=prof.messages or b.messages,
-                   evidence=(*prof.evidence, f"known dialect {name!r}: recovery rules and alternative "
-                             "spellings taken from the builtin profile"),
-                   strip=tuple(dict.fromkeys((*prof.strip, *b.strip))))
 
 
 def load(path: str | Path, *, known: bool = True) -> Profile:

@@ -49,8 +49,10 @@ WRAPPER_GLUED = Rule("reasoning.content_wrapper_glued", "reasoning",
                      "content, the rest closes reasoning")
 LABELLED = Rule("reasoning.labelled_open", "reasoning.open",
                 "a tag followed by a label word (a channel name): the bare tag opens a block too")
-RULES = (BLOCK, CALL_TURN, OPEN_FROM_PROMPT, WRAPPER_AFTER, WRAPPER_GLUED, SWITCH, PROMPT_DIFF, PROMPT_TAIL, NONE,
-         PREFILLED, LABELLED)
+PHRASE = Rule("reasoning.bracketed_phrase", "reasoning.close",
+              "words inside one pair of brackets ([BEGIN FINAL RESPONSE]) are one marker: spaces do not split it")
+RULES = (PHRASE, BLOCK, CALL_TURN, OPEN_FROM_PROMPT, WRAPPER_AFTER, WRAPPER_GLUED, SWITCH, PROMPT_DIFF,
+         PROMPT_TAIL, NONE, PREFILLED, LABELLED)
 
 _WS = " \t\r\n"
 
@@ -127,6 +129,10 @@ def find_reasoning(pr: Prober, f: Findings, tools: list[dict[str, Any]] | None,
                     f.fire(WRAPPER_GLUED, snippet=between,
                            text=f"{wrap!r} is a close glued to the content wrapper {wrap[cuts[-1]:]!r}")
             close_m = first_token(b)
+            phrase = _bracketed_phrase(b)
+            if phrase and phrase != close_m:
+                close_m = phrase
+                f.fire(PHRASE, snippet=between, text=f"{phrase!r} closes the block as one marker")
             if not open_m:
                 for src in (span_probe.prompt_tail, prompts["on"] or "", prompts["default"] or ""):
                     tail = last_tag(src)
@@ -201,6 +207,13 @@ def find_reasoning(pr: Prober, f: Findings, tools: list[dict[str, Any]] | None,
     if "reasoning" not in f.confidence:
         f.fire(how_rule, conf=0.95 if span_probe is not None else prompt_conf, snippet=how_snippet,
                text=f"open {open_m!r}, close {close_m!r}, start {start}; {how}")
+
+def _bracketed_phrase(text: str) -> str:
+    """The bracketed run ``text`` starts with when it holds spaces but no line break
+    (``[BEGIN FINAL RESPONSE]``, ``<end of thought>``), else ''."""
+    m = re.match(r"\[[^\[\]\n]{1,62}\]|<[^<>\n]{1,62}>", text)
+    return m.group() if m and " " in m.group() and m.group()[1] != " " else ""
+
 
 def _closing_form(tok: str) -> str:
     m = re.fullmatch(r"<([^/<>\s][^<>\s]*)>", tok)

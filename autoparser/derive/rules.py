@@ -51,7 +51,7 @@ SNIPPET_CHARS = 160
 
 # the modules whose RULES tuples make up the registry (relative to autoparser.derive)
 RULE_MODULES: tuple[str, ...] = ("extract", "reasoning", "messages", "probes", "calls", "failures",
-                                 "structure", "confidence")
+                                 "structure", "confidence", "known")
 
 Effect = Literal["set", "cap", "note"]
 
