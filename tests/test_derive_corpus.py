@@ -156,3 +156,69 @@ def test_templates_that_render_calls_only_in_other_engines_derive(name: str) -> 
     assert any(e.startswith(("tools.render:", "variables:")) for e in prof.evidence), why
     assert prof.confidence < 0.9, "a profile from renders transformers cannot produce is never certain"
     assert _peer_pass_rate(prof, _peer_cases()[row["tool_format"]]) >= 0.9, why
+
+
+# -- the default path (known=True) never contradicts the renders (issue 21) ---------------------
+
+_DEFAULT: dict[str, Any] = {}
+
+WEATHER = [{"type": "function", "function": {
+    "name": "get_weather", "description": "weather forecast",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
+                   "required": ["city"]}}}]
+
+
+def _default(row: dict[str, str]) -> Any:
+    """The default path's analysis; its ``derived`` profile is what pure derivation gives."""
+    if row["file"] not in _DEFAULT:
+        text = (TEMPLATES / row["file"]).read_text(encoding="utf-8")
+        _DEFAULT[row["file"]] = analyze_detailed(text, row["bos"] or None, row["eos"] or None, known=True)
+    return _DEFAULT[row["file"]]
+
+
+def _own_renders(row: dict[str, str]) -> list[tuple[str, dict[str, Any]]]:
+    """What the template itself writes, with the parse it must give: its call example (EXPECTED.tsv),
+    and where the generation prompt opens reasoning, a block closed by the template's own marker."""
+    out = []
+    if row["call_example"] and row["tool_format"] != "none":
+        raw = row["call_example"].replace("\\n", "\n").replace("\\t", "\t")
+        out.append((raw, {"calls": [{"name": "get_weather", "arguments": {"city": "Paris", "days": 3}}]}))
+    if row["prompt_opens_reasoning"] == "yes":
+        close = row["reasoning_close"] or "</think>"
+        out.append((f"R_TEXT\n{close}\n\nC_TEXT", {"reasoning": "R_TEXT", "content": "C_TEXT"}))
+    return out
+
+
+def _parses(prof: autoparser.Profile, raw: str, want: dict[str, Any]) -> bool:
+    try:
+        res = autoparser.parse(raw, prof, tools=WEATHER)
+    except Exception:  # a crash is a miss
+        return False
+    got = {"calls": [{"name": c.name, "arguments": c.arguments} for c in res.tool_calls],
+           "reasoning": res.reasoning.strip(), "content": res.content.strip()}
+    return all(got[k] == v for k, v in want.items())
+
+
+OWN = [r for r in _rows() if _own_renders(r) and r["file"] not in UNRENDERABLE]
+
+
+@pytest.mark.parametrize("row", OWN, ids=lambda r: r["file"])
+def test_default_path_parses_the_templates_own_renders_as_well_as_pure_derivation(row: dict[str, str]) -> None:
+    an = _default(row)
+    for raw, want in _own_renders(row):
+        if _parses(an.derived, raw, want):
+            assert _parses(an.profile, raw, want), (raw, an.profile.builtin, an.profile.evidence[-6:])
+
+
+def test_every_template_whose_prompt_opens_reasoning_parses_it_on_the_default_path() -> None:
+    rows = [r for r in _rows() if r["prompt_opens_reasoning"] == "yes"]
+    assert len(rows) >= 14
+    missed = [r["file"] for r in rows for raw, want in _own_renders(r)[-1:]
+              if not _parses(_default(r).profile, raw, want)]
+    assert not missed, f"{len(rows) - len(missed)}/{len(rows)}"
+
+
+def test_the_renders_profile_of_the_default_path_is_pure_derivation() -> None:
+    for name in ("qwen/Qwen2.5-7B-Instruct.jinja", "qwen/QwQ-32B.jinja", "falcon/Falcon3-3B-Instruct.jinja"):
+        row = next(r for r in _rows() if r["file"] == name)
+        assert _default(row).derived == _analysis(row).profile

@@ -135,6 +135,7 @@ def test_evidence_of_every_fixture_is_structured(name: str) -> None:
     an = fixture(name)
     reg = registry()
     assert an.profile.evidence, "every derived profile says why"
+    assert len(set(an.profile.evidence)) == len(an.profile.evidence), "each evidence line appears once"
     for e in an.evidence:
         assert isinstance(e, Evidence) and e.effect in EFFECTS
         if e.rule:

@@ -35,8 +35,11 @@ class Analysis:
     """A derived profile together with everything that led to it (for ``--explain``)."""
 
     def __init__(self, profile: Profile, findings: Findings, check: CheckResult, seconds: float,
-                 renders: int) -> None:
+                 renders: int, derived: Profile | None = None) -> None:
         self.profile = profile
+        # what the renders alone give: the profile known=False returns (with a model id, up to its
+        # tie-break in naming); with known=True, ``profile`` is this plus what the builtin adds
+        self.derived = derived if derived is not None else profile
         self.findings = findings
         self.check = check
         self.seconds = seconds
@@ -115,20 +118,23 @@ def analyze_detailed(chat_template: str, bos_token: str | None = None, eos_token
     conf = combine(f, check, has_calls=prof.tools is not None or prof.messages is not None)
     name, hint_note = name_profile(prof, model_id, use_hint=known)  # model_id: a tie-break, never more
     if hint_note is not None:
-        f.evidence.append(hint_note)
+        f.line(hint_note)
     if check.rendered:
-        f.evidence.append(f"self-check: {check.passed}/{check.rendered} random assistant messages "
+        f.line(f"self-check: {check.passed}/{check.rendered} random assistant messages "
                           "parsed back exactly")
     for fail in check.failures[:3]:
-        f.evidence.append(f"self-check failure: {fail}")
+        f.line(f"self-check failure: {fail}")
     prof = replace(prof, name=name, confidence=conf)
+    derived = replace(prof, field_confidence=dict(f.confidence), evidence=tuple(f.evidence))
     override = _override_for(chat_template) if known else None
-    if known and override is None and name is not None:
-        prof = with_builtin(prof, name, check, f)  # what the builtin adds where the renders agree
-    prof = replace(prof, field_confidence=dict(f.confidence), evidence=tuple(f.evidence))
     if override is not None:
-        prof = _from_override(prof, override)
-    return Analysis(prof, f, check, time.perf_counter() - t0, pr.renders)
+        prof = _from_override(derived, override)
+    elif known and name is not None:
+        prof = with_builtin(prof, name, check, f)  # what the builtin adds where the renders agree
+        prof = replace(prof, field_confidence=dict(f.confidence), evidence=tuple(f.evidence))
+    else:
+        prof = derived
+    return Analysis(prof, f, check, time.perf_counter() - t0, pr.renders, derived)
 
 
 def overrides() -> list[dict[str, Any]]:

@@ -93,6 +93,11 @@ class Findings:
         self.confidence[fieldname] = conf
         self._record(Evidence(fieldname, "", text, "", "set", conf))
 
+    def line(self, text: str) -> None:
+        """A plain evidence line (no rule decided it: a count, a note), kept once."""
+        if text not in self.evidence:
+            self.evidence.append(text)
+
     def drop(self, fieldname: str) -> None:
         """Forget what was established for ``fieldname`` (a later, better look replaces it)."""
         def mine(name: str) -> bool:

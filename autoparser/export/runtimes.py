@@ -29,6 +29,10 @@ class RuntimeParsers:
     tool: str | None
     reasoning: str | None
     missing: tuple[str, ...]
+    #: where the template and the matched builtin dialect differ (``Profile.builtin``): a part only
+    #: the builtin knows of gets no server parser; a prompt that opens reasoning the builtin expects
+    #: the model to open is said, since the server's parser follows the builtin
+    notes: tuple[str, ...] = ()
 
     @property
     def equivalent(self) -> bool:
@@ -60,6 +64,7 @@ class RuntimeParsers:
         else:
             lines.append(self.command(model))
         lines += [f"# no {self.runtime} equivalent for {m}" for m in self.missing]
+        lines += [f"# {n}" for n in self.notes]
         return "\n".join(lines) + "\n"
 
 
@@ -89,10 +94,20 @@ def runtime_parsers(profile: Profile, runtime: str) -> RuntimeParsers:
     reasoning = mine.get("reasoning")
     if (profile.tools is not None or harmony) and tool is None:
         missing.append("tool calls")
-    if (profile.reasoning is not None or harmony) and reasoning is None:
+    # a reasoning block only the builtin dialect knows of is no reason to run a reasoning parser
+    shows_reasoning = profile.reasoning is not None and not profile.builtin_only("reasoning")
+    notes = []
+    if profile.reasoning is not None and not shows_reasoning:
+        notes.append(f"reasoning: added by dialect {dialect!r} but shown by no render of the template; "
+                     "no reasoning parser")
+    start = profile.builtin.declined.get("reasoning.start") if profile.builtin is not None else None
+    if shows_reasoning and reasoning is not None and start is not None and profile.reasoning is not None:
+        notes.append(f"reasoning.start: {start}; check that the {reasoning!r} parser reads output that starts "
+                     f"{'inside the block' if profile.reasoning.start == 'prefilled' else 'outside it'}")
+    if (shows_reasoning or harmony) and reasoning is None:
         missing.append("reasoning")
     if profile.tools is None and not harmony:
         tool = None
-    if profile.reasoning is None and not harmony:
+    if not shows_reasoning and not harmony:
         reasoning = None
-    return RuntimeParsers(runtime, dialect, tool, reasoning, tuple(missing))
+    return RuntimeParsers(runtime, dialect, tool, reasoning, tuple(missing), tuple(notes))
