@@ -153,3 +153,71 @@ def test_prompt_settings_validate() -> None:
         Profile.from_dict({**prof.to_dict(), "prompt_settings": [
             {"variable": "not a name", "value": 1, "reasoning": "explicit"}]})
     assert BuiltinUse("hermes").declined == {}
+
+
+# -- item 4: the template's own variables ----------------------------------------------------------
+
+SETTINGS = "rule_variables_prompt_setting.jinja"  # 'depth' and 'ponder_budget' decide the prompt's <ponder>
+
+
+def test_the_templates_own_variables_and_the_values_it_compares_them_with() -> None:
+    from autoparser.templates import TemplateRenderer
+
+    r = TemplateRenderer((DIR / SETTINGS).read_text(encoding="utf-8"))
+    assert r.inputs() == {"depth": ("deep", "none"), "ponder_budget": (0,)}
+    plain = TemplateRenderer("{% for m in messages %}{% set x = m.content %}{{ x }}{% endfor %}")
+    assert plain.inputs() == {}
+
+
+def _meta_inputs(source: str) -> tuple[set[str], set[str]]:
+    """jinja2.meta's undeclared variables, and the names the template assigns or defines somewhere."""
+    import jinja2
+    import jinja2.meta
+    from jinja2 import nodes
+
+    from autoparser.templates._variables import STANDARD_INPUTS
+
+    env = jinja2.Environment(extensions=["jinja2.ext.loopcontrols"])
+    env.add_extension(__import__("autoparser.templates._sandbox", fromlist=["x"])._GenerationExtension)
+    tree = env.parse(source)
+    glob = {"raise_exception", "strftime_now", "dict", "namespace", "range", "lipsum", "cycler", "joiner"}
+    undeclared = jinja2.meta.find_undeclared_variables(tree) - STANDARD_INPUTS - glob
+    assigned = {n.name for n in tree.find_all(nodes.Name) if n.ctx in ("store", "param")}
+    return undeclared, assigned | {m.name for m in tree.find_all(nodes.Macro)}
+
+
+def test_template_inputs_agree_with_jinja2_meta() -> None:
+    """The one-walk reading is jinja2.meta's undeclared variables without names the template sets
+    itself (it keeps those it asks about first: ``x is not defined``, ``x | default``)."""
+    from autoparser.templates import TemplateRenderer
+
+    shared = DIR.parents[2] / "shared" / "templates"
+    paths = sorted(DIR.glob("*.jinja")) + (sorted(shared.rglob("*.jinja")) if shared.exists() else [])
+    for path in paths:
+        source = path.read_text(encoding="utf-8")
+        try:
+            mine = set(TemplateRenderer(source).inputs())
+        except TemplateError:
+            continue
+        undeclared, assigned = _meta_inputs(source)
+        assert mine <= undeclared, (path.name, mine - undeclared)
+        assert undeclared - mine <= assigned, (path.name, undeclared - mine - assigned)
+
+
+def test_prompt_settings_say_which_values_open_reasoning() -> None:
+    prof = autoparser.analyze((DIR / SETTINGS).read_text(encoding="utf-8"), known=False)
+    got = {(s.variable, s.value): s.reasoning for s in prof.prompt_settings}
+    assert got[("depth", "deep")] == "prefilled" and got[("depth", "none")] == "off"
+    assert got[("ponder_budget", 1)] == "prefilled" and got[("ponder_budget", 0)] == "off"
+    assert prof.reasoning is not None and prof.reasoning.start == "explicit" and prof.reasoning.switchable
+    assert prof.reasoning_for(depth="deep") == "prefilled" and prof.reasoning_for(depth="unknown") is None
+    assert prof.reasoning_for() is None
+    raw = "Count them.</ponder>Three.<|stop|>"
+    opened = autoparser.parse(raw, prof, reasoning=prof.reasoning_for(depth="deep"))
+    assert (opened.reasoning, opened.content) == ("Count them.", "Three.")
+    off = autoparser.parse("Three.<|stop|>", prof, reasoning=prof.reasoning_for(depth="none"))
+    assert (off.reasoning, off.content) == ("", "Three.")
+    out = io.StringIO()
+    assert main_analyze([str(DIR / SETTINGS), "--no-save", "--pure"], out) == 0
+    line = next(ln for ln in out.getvalue().splitlines() if ln.startswith("  settings "))
+    assert '"deep" -> prefilled' in line and '"none" -> off' in line

@@ -26,6 +26,7 @@ from .probes import OUT_OF_TIME, UNPASSED, Prober, tools_for
 from .reasoning import find_reasoning
 from .rules import Evidence
 from .selfcheck import CheckResult, self_check
+from .settings import find_settings
 from .structure import structural_checks, validated
 
 __all__ = ["Analysis", "analyze", "analyze_detailed", "detect", "fingerprint", "load", "overrides"]
@@ -115,6 +116,11 @@ def analyze_detailed(chat_template: str, bos_token: str | None = None, eos_token
     if pr.out_of_time is not None:
         f.fire(OUT_OF_TIME, conf=0.3, snippet=str(pr.out_of_time),
                text=f"probes stopped: {pr.out_of_time}; what they would have shown is unknown")
+    settings = find_settings(pr, f, tools or None, prof.reasoning)
+    r = prof.reasoning
+    if r is not None and not r.switchable and any(st.reasoning != r.start for st in settings):
+        r = replace(r, switchable=True)  # a setting moves where the output starts
+    prof = replace(prof, reasoning=r, prompt_settings=settings)
     conf = combine(f, check, has_calls=prof.tools is not None or prof.messages is not None)
     name, hint_note = name_profile(prof, model_id, use_hint=known)  # model_id: a tie-break, never more
     if hint_note is not None:

@@ -100,6 +100,12 @@ def _summary(out: TextIO, src: Any, an: Any) -> None:
           f"   start: {r.start}{', switchable' if r.switchable else ''}{only}\n")
     else:
         w("  reasoning    none\n")
+    if p.prompt_settings:
+        by_var: dict[str, list[str]] = {}
+        for st in p.prompt_settings:
+            by_var.setdefault(st.variable, []).append(f"{json.dumps(st.value)} -> {st.reasoning}")
+        w("  settings     " + "; ".join(f"{v}: {', '.join(vals)}" for v, vals in by_var.items())
+          + "   (parser(reasoning=profile.reasoning_for(VAR=VALUE)))\n")
     t = p.tools
     if p.messages is not None:
         m = p.messages

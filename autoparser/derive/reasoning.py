@@ -93,7 +93,10 @@ def find_reasoning(pr: Prober, f: Findings, tools: list[dict[str, Any]] | None,
             return  # the first look's findings stand
         f.drop("reasoning")
     prompts: dict[str, str | None] = {"default": after_user(pr.prompt(tools))}
+    prompts["on"] = prompts["off"] = prompts["default"]
     for var in ("enable_thinking", "thinking", "reasoning"):
+        if not pr.renderer.reads(var):
+            continue  # a variable the template never names cannot change its prompt
         on = after_user(pr.prompt(tools, **{var: True}))
         off = after_user(pr.prompt(tools, **{var: False}))
         prompts["on"], prompts["off"] = on, off

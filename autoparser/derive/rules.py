@@ -51,7 +51,7 @@ SNIPPET_CHARS = 160
 
 # the modules whose RULES tuples make up the registry (relative to autoparser.derive)
 RULE_MODULES: tuple[str, ...] = ("extract", "reasoning", "messages", "probes", "calls", "failures",
-                                 "structure", "confidence", "known")
+                                 "structure", "confidence", "known", "settings")
 
 Effect = Literal["set", "cap", "note"]
 
