@@ -60,18 +60,20 @@ class _Merge:
     taken: list[str] = field(default_factory=list)
     added: list[str] = field(default_factory=list)
     declined: dict[str, str] = field(default_factory=dict)
-    passing: list[bool] | None = None  # the replay of ``profile`` (computed once, then carried over)
+    passing: list[bool] | None = None  # the replay of ``profile`` (computed when first needed)
 
     def broken_by(self, candidate: Profile) -> str | None:
         """The first self-check render the current profile parses back and ``candidate`` does not
-        (None: ``candidate`` may replace it, and its replay becomes the one to keep)."""
+        (None: ``candidate`` may replace it)."""
+        if candidate == self.profile:
+            return None
         if self.passing is None:
             self.passing = replay(self.check, self.profile)
-        after = replay(self.check, candidate)
-        for sample, was, now in zip(self.check.samples, self.passing, after, strict=True):
-            if was and not now:
-                return f"{sample.span[:100]!r}: {'; '.join(sample.problems(candidate))[:200]}"
-        self.passing = after
+        for sample, was in zip(self.check.samples, self.passing, strict=True):
+            problems = sample.problems(candidate) if was else []  # what failed before may fail still
+            if problems:
+                return f"{sample.span[:100]!r}: {'; '.join(problems)[:200]}"
+        self.passing = None  # ``candidate`` will replace the profile; what it parses back is read when needed
         return None
 
 
