@@ -173,9 +173,18 @@ def _from_override(prof: Profile, o: dict[str, Any]) -> Profile:
 
     b = get_profile(o["dialect"])
     parts = (("messages", b.messages), ("tools", b.tools), ("reasoning", b.reasoning), ("strip", b.strip))
+    reasoning, dr, declined = b.reasoning, prof.reasoning, {}
+    if reasoning is not None and dr is not None and (reasoning.start, reasoning.switchable) != (dr.start,
+                                                                                                dr.switchable):
+        # where the generation prompt leaves the output is read from the prompt, as on the default path;
+        # the settings say which values of the template's variables open the block
+        declined["reasoning.start"] = (f"the generation prompt shows {dr.start!r}; the override's dialect says "
+                                       f"{reasoning.start!r}")
+        reasoning = replace(reasoning, start=dr.start, switchable=dr.switchable)
     return replace(b, name=o["dialect"], confidence=max(prof.confidence, 0.9),
-                   field_confidence=prof.field_confidence,
-                   builtin=BuiltinUse(o["dialect"], taken=tuple(k for k, v in parts if v)),
+                   field_confidence=prof.field_confidence, reasoning=reasoning,
+                   prompt_settings=prof.prompt_settings if reasoning is not None else (),
+                   builtin=BuiltinUse(o["dialect"], taken=tuple(k for k, v in parts if v), declined=declined),
                    evidence=(*prof.evidence, f"override for template {o['template']!r} "
                              f"(sha256 {o['sha256'][:12]}...): dialect {o['dialect']!r} because {o['reason']}"))
 
