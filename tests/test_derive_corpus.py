@@ -162,10 +162,12 @@ def test_templates_that_render_calls_only_in_other_engines_derive(name: str) -> 
 
 _DEFAULT: dict[str, Any] = {}
 
-WEATHER = [{"type": "function", "function": {
-    "name": "get_weather", "description": "weather forecast",
-    "parameters": {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
-                   "required": ["city"]}}}]
+
+def _corpus_script() -> Any:
+    """scripts/analyze_corpus.py: the measure (a template's own renders, and how they must parse) is its."""
+    from scripts_loader import load_script
+
+    return load_script("analyze_corpus")
 
 
 def _default(row: dict[str, str]) -> Any:
@@ -176,45 +178,24 @@ def _default(row: dict[str, str]) -> Any:
     return _DEFAULT[row["file"]]
 
 
-def _own_renders(row: dict[str, str]) -> list[tuple[str, dict[str, Any]]]:
-    """What the template itself writes, with the parse it must give: its call example (EXPECTED.tsv),
-    and where the generation prompt opens reasoning, a block closed by the template's own marker."""
-    out = []
-    if row["call_example"] and row["tool_format"] != "none":
-        raw = row["call_example"].replace("\\n", "\n").replace("\\t", "\t")
-        out.append((raw, {"calls": [{"name": "get_weather", "arguments": {"city": "Paris", "days": 3}}]}))
-    if row["prompt_opens_reasoning"] == "yes":
-        close = row["reasoning_close"] or "</think>"
-        out.append((f"R_TEXT\n{close}\n\nC_TEXT", {"reasoning": "R_TEXT", "content": "C_TEXT"}))
-    return out
-
-
-def _parses(prof: autoparser.Profile, raw: str, want: dict[str, Any]) -> bool:
-    try:
-        res = autoparser.parse(raw, prof, tools=WEATHER)
-    except Exception:  # a crash is a miss
-        return False
-    got = {"calls": [{"name": c.name, "arguments": c.arguments} for c in res.tool_calls],
-           "reasoning": res.reasoning.strip(), "content": res.content.strip()}
-    return all(got[k] == v for k, v in want.items())
-
-
-OWN = [r for r in _rows() if _own_renders(r) and r["file"] not in UNRENDERABLE]
+OWN = [r for r in _rows() if r["file"] not in UNRENDERABLE
+       and (r["prompt_opens_reasoning"] == "yes" or (r["call_example"] and r["tool_format"] != "none"))]
 
 
 @pytest.mark.parametrize("row", OWN, ids=lambda r: r["file"])
 def test_default_path_parses_the_templates_own_renders_as_well_as_pure_derivation(row: dict[str, str]) -> None:
+    script = _corpus_script()
     an = _default(row)
-    for raw, want in _own_renders(row):
-        if _parses(an.derived, raw, want):
-            assert _parses(an.profile, raw, want), (raw, an.profile.builtin, an.profile.evidence[-6:])
+    for raw, want in script.own_renders(row).values():
+        if script.parses(an.derived, raw, want):
+            assert script.parses(an.profile, raw, want), (raw, an.profile.builtin, an.profile.evidence[-6:])
 
 
 def test_every_template_whose_prompt_opens_reasoning_parses_it_on_the_default_path() -> None:
+    script = _corpus_script()
     rows = [r for r in _rows() if r["prompt_opens_reasoning"] == "yes"]
     assert len(rows) >= 14
-    missed = [r["file"] for r in rows for raw, want in _own_renders(r)[-1:]
-              if not _parses(_default(r).profile, raw, want)]
+    missed = [r["file"] for r in rows if not script.parses(_default(r).profile, *script.own_renders(r)["reasoning"])]
     assert not missed, f"{len(rows) - len(missed)}/{len(rows)}"
 
 

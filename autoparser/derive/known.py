@@ -106,15 +106,14 @@ def _messages(m: _Merge, b: Profile) -> None:
     if broken is None:
         m.profile = replace(d, messages=cand)
         m.taken.append("messages")
-        m.f.fire(TAKEN, fieldname="messages", text="the builtin's message headers parse every message "
-                                                         "the template renders")
+        m.f.fire(TAKEN, fieldname="messages",
+                 text="the builtin's message headers parse every message the template renders")
         if b.messages.header_open != cand.header_open:
-            m.declined["messages.header_open"] = (f"the generation prompt shows {cand.header_open!r}; the builtin "
-                                                  f"says {b.messages.header_open!r}")
-            m.f.fire(PROMPT_KEPT, fieldname="messages.header_open", text=m.declined["messages.header_open"])
+            _decline(m, "messages.header_open", f"the generation prompt shows {cand.header_open!r}; the builtin "
+                                                f"says {b.messages.header_open!r}", rule=PROMPT_KEPT)
         return
-    m.declined["messages"] = f"the builtin's message headers misread a message the template renders: {broken}"
-    m.f.fire(DECLINED, fieldname="messages", snippet=broken, text=m.declined["messages"])
+    _decline(m, "messages", f"the builtin's message headers misread a message the template renders: {broken}",
+             broken)
 
 
 def _tools(m: _Merge, b: Profile) -> None:
@@ -125,11 +124,10 @@ def _tools(m: _Merge, b: Profile) -> None:
     if broken is None:
         m.profile = replace(d, tools=b.tools)
         m.taken.append("tools")
-        m.f.fire(TAKEN, text="the builtin's call format (with its recovery rules) parses every call "
-                                   "the template renders")
+        m.f.fire(TAKEN, text="the builtin's call format (with its recovery rules) parses every call the "
+                             "template renders")
         return
-    m.declined["tools"] = f"the builtin's call format misreads a call the template renders: {broken}"
-    m.f.fire(DECLINED, snippet=broken, text=m.declined["tools"])
+    _decline(m, "tools", f"the builtin's call format misreads a call the template renders: {broken}", broken)
 
 
 def _reasoning(m: _Merge, b: Profile) -> None:
@@ -137,45 +135,35 @@ def _reasoning(m: _Merge, b: Profile) -> None:
     if br is None:
         return
     dr = d.reasoning
+    if dr is not None and not set(dr.close) & set(br.close):
+        _decline(m, "reasoning", f"the renders close reasoning with {' | '.join(dr.close)!r}, the builtin with "
+                                 f"{' | '.join(br.close)!r}", " | ".join(dr.close), MARKERS_DIFFER)
+        return
     if dr is None:
-        # the renders show no reasoning, and the generation prompt opens no block: a builtin block
-        # can only be one the model opens itself
-        added = replace(br, start="explicit")
-        broken = m.broken_by(replace(d, reasoning=added))
-        if broken is not None:
-            m.declined["reasoning"] = f"the builtin's reasoning markers change how a render parses: {broken}"
-            m.f.fire(DECLINED, fieldname="reasoning", snippet=broken, text=m.declined["reasoning"])
-            return
-        m.profile = replace(d, reasoning=added)
+        # the renders show no reasoning and the generation prompt opens no block: a builtin block can
+        # only be one the model opens itself
+        cand = replace(br, start="explicit")
+        prompt_read: list[tuple[str, object, object]] = [("reasoning.start", "explicit", br.start)]
+    else:
+        cand = ReasoningSpec(open=_union(dr.open, br.open), close=_union(dr.close, br.close), start=dr.start,
+                             switchable=dr.switchable, join=dr.join or br.join)
+        prompt_read = [("reasoning.start", dr.start, br.start), ("reasoning.switchable", dr.switchable, br.switchable)]
+    broken = m.broken_by(replace(d, reasoning=cand))
+    if broken is not None:
+        _decline(m, "reasoning", f"the builtin's reasoning markers change how a render parses: {broken}", broken)
+        return
+    m.profile = replace(d, reasoning=cand)
+    if dr is None:
         m.added.append("reasoning")
         m.f.fire(REASONING_ADDED, text=f"no render shows reasoning; {' | '.join(br.open)} ... "
                                        f"{' | '.join(br.close)} added from the builtin (builtin-only)")
-        if br.start != "explicit":
-            m.declined["reasoning.start"] = (f"the generation prompt opens no block (explicit); the builtin "
-                                             f"says {br.start}")
-            m.f.fire(PROMPT_KEPT, text=m.declined["reasoning.start"])
-        return
-    if not set(dr.close) & set(br.close):
-        m.declined["reasoning"] = (f"the renders close reasoning with {' | '.join(dr.close)!r}, the builtin "
-                                   f"with {' | '.join(br.close)!r}")
-        m.f.fire(MARKERS_DIFFER, snippet=" | ".join(dr.close), text=m.declined["reasoning"])
-        return
-    merged = ReasoningSpec(open=_union(dr.open, br.open), close=_union(dr.close, br.close), start=dr.start,
-                           switchable=dr.switchable, join=dr.join or br.join)
-    broken = m.broken_by(replace(d, reasoning=merged))
-    if broken is not None:
-        m.declined["reasoning"] = f"the builtin's reasoning spellings change how a render parses: {broken}"
-        m.f.fire(DECLINED, fieldname="reasoning", snippet=broken, text=m.declined["reasoning"])
-        return
-    m.profile = replace(d, reasoning=merged)
-    m.taken.append("reasoning")
-    m.f.fire(TAKEN, fieldname="reasoning", snippet=" | ".join(dr.close),
-             text=f"the builtin closes reasoning with {' | '.join(br.close)!r} too; its spellings are added")
-    for part, ours, theirs in (("reasoning.start", dr.start, br.start),
-                               ("reasoning.switchable", dr.switchable, br.switchable)):
+    else:
+        m.taken.append("reasoning")
+        m.f.fire(TAKEN, fieldname="reasoning", snippet=" | ".join(dr.close),
+                 text=f"the builtin closes reasoning with {' | '.join(br.close)!r} too; its spellings are added")
+    for part, ours, theirs in prompt_read:
         if ours != theirs:
-            m.declined[part] = f"the generation prompt shows {ours!r}; the builtin says {theirs!r}"
-            m.f.fire(PROMPT_KEPT, fieldname=part, text=m.declined[part])
+            _decline(m, part, f"the generation prompt shows {ours!r}; the builtin says {theirs!r}", rule=PROMPT_KEPT)
 
 
 def _tokens(m: _Merge, b: Profile) -> None:
@@ -186,8 +174,7 @@ def _tokens(m: _Merge, b: Profile) -> None:
         return
     broken = m.broken_by(cand)
     if broken is not None:
-        m.declined["strip"] = f"a builtin end-of-turn or wrapper token changes how a render parses: {broken}"
-        m.f.fire(DECLINED, fieldname="strip", snippet=broken, text=m.declined["strip"])
+        _decline(m, "strip", f"a builtin end-of-turn or wrapper token changes how a render parses: {broken}", broken)
         return
     extra = [t for t in (*cand.strip, *cand.content_open, *cand.content_close)
              if t not in (*d.strip, *d.content_open, *d.content_close)]
@@ -203,6 +190,12 @@ def _runtime_names(m: _Merge, b: Profile) -> dict[str, dict[str, str]]:
     keep = {"tool": "tools" in m.taken or routed, "reasoning": "reasoning" in m.taken or routed}
     return {rt: {part: v for part, v in names.items() if keep.get(part, True)}
             for rt, names in b.runtime_names.items()}
+
+
+def _decline(m: _Merge, part: str, text: str, snippet: str = "", rule: Rule = DECLINED) -> None:
+    """The builtin's ``part`` is not taken: record why (the profile's ``builtin.declined``, evidence)."""
+    m.declined[part] = text
+    m.f.fire(rule, fieldname=part, snippet=snippet, text=text)
 
 
 def _union(a: tuple[str, ...], b: tuple[str, ...]) -> tuple[str, ...]:
