@@ -3,7 +3,9 @@
 ``analyze(template)`` is pure derivation when ``known=False``: no builtin profile, name list or
 fingerprint is consulted, which is what the accuracy figures measure. With ``known=True`` (the
 default) a derived profile whose wire format matches a builtin dialect also takes that
-dialect's recovery rules and alternative spellings, which no template can reveal.
+dialect's recovery rules and alternative spellings, which no template can reveal, but only where
+the template's own renders agree (``known.py``): the renders always win, and ``Profile.builtin``
+records what was taken, added and declined.
 """
 
 from __future__ import annotations
@@ -126,8 +128,7 @@ def analyze_detailed(chat_template: str, bos_token: str | None = None, eos_token
     if hint_note is not None:
         f.line(hint_note)
     if check.rendered:
-        f.line(f"self-check: {check.passed}/{check.rendered} random assistant messages "
-                          "parsed back exactly")
+        f.line(f"self-check: {check.passed}/{check.rendered} random assistant messages parsed back exactly")
     for fail in check.failures[:3]:
         f.line(f"self-check failure: {fail}")
     prof = replace(prof, name=name, confidence=conf)
