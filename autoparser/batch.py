@@ -37,10 +37,9 @@ import json
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from .errors import AutoparserError, SourceError, TemplateError, UnknownDialectError
+from .errors import AutoparserError, UsageError
 from .profile import Profile
 
 __all__ = ["ERROR_KINDS", "OUTPUT_COLUMNS", "Parse", "ProfileResolver", "RowError", "parse_batch"]
@@ -50,8 +49,6 @@ OUTPUT_COLUMNS = ("reasoning", "content", "tool_calls", "call_status", "finish",
 # why a row has no parse: its text, its profile spec, its template, its tools, or the parser itself
 ERROR_KINDS = ("text", "profile", "template", "tools", "row", "internal")
 
-_PROFILE_SUFFIXES = (".json", ".jinja", ".gguf", ".xml")
-_NOT_PROFILE_JSON = ("tokenizer_config.json", "chat_template.json")
 
 
 class RowError(Exception):
@@ -92,47 +89,27 @@ class ProfileResolver:
         return got
 
     def _load(self, spec: str) -> Profile:
-        from .dialects import get_profile
+        """Through :func:`autoparser.specs.load_spec` (the sources every command accepts); a spec
+        that names nothing is a ``profile`` error, a template that cannot be analysed a
+        ``template`` error."""
+        from .specs import load_spec, source_of
 
-        if not _looks_like_path(spec):
-            try:
-                return get_profile(spec)
-            except UnknownDialectError:
-                if not Path(spec).exists():
-                    raise RowError("profile", f"unknown dialect {spec!r}, and no such file "
-                                   "(`autoparse dialects` lists the names)") from None
-        path = Path(spec).expanduser()
-        if not path.exists():
-            raise RowError("profile", f"no such profile, model or template: {spec}")
-        if path.suffix == ".json" and path.is_file() and path.name not in _NOT_PROFILE_JSON:
-            try:
-                return Profile.from_json(path.read_text(encoding="utf-8"))
-            except OSError as e:
-                raise RowError("profile", f"cannot read profile file {spec}: {e.strerror}") from None
-            except AutoparserError as e:
-                raise RowError("profile", f"bad profile file {spec}: {e}") from None
-        return self._analyze(path)
-
-    def _analyze(self, path: Path) -> Profile:
         try:
-            from .cache import analyze_source, default_cache
-            from .templates.sources import load_source
-
-            if self._cache is None:
-                self._cache = default_cache()
-            src = load_source(path)
-            prof: Profile = analyze_source(src, known=self.known, cache=self._cache).profile
-        except (SourceError, TemplateError) as e:
-            raise RowError("template", f"cannot analyse {path}: {e}") from None
-        except ModuleNotFoundError as e:  # jinja2 (or gguf) missing in this installation
-            raise RowError("template", f"cannot analyse {path}: {e.name} is not installed") from None
+            source, _ = source_of(spec)
+            if not source.derived:
+                return load_spec(spec)
         except AutoparserError as e:
-            raise RowError("template", f"cannot analyse {path}: {e}") from None
-        return prof
+            raise RowError("profile", str(e)) from None
+        try:
+            if self._cache is None:
+                from .cache import default_cache
 
-
-def _looks_like_path(spec: str) -> bool:
-    return "/" in spec or os.sep in spec or spec.endswith(_PROFILE_SUFFIXES) or spec.startswith("~")
+                self._cache = default_cache()
+            return load_spec(spec, known=self.known, cache=self._cache)
+        except ModuleNotFoundError as e:  # jinja2 (or gguf) missing in this installation
+            raise RowError("template", f"cannot analyse {spec}: {e.name} is not installed") from None
+        except AutoparserError as e:
+            raise RowError("template", f"cannot analyse {spec}: {e}") from None
 
 
 _MISSING = object()  # a JSON row without the text field
@@ -154,7 +131,10 @@ def _text_of(value: object) -> str:
 
 
 def _tools_of(value: object) -> list[Any] | None:
-    """A row's tools: a list of OpenAI tool definitions, its JSON text, or null for none."""
+    """A row's tools: a list of tool definitions (or a request body with a "tools" list), its
+    JSON text, or null for none."""
+    from .toolsfile import tools_from_json
+
     if value is None or (isinstance(value, float) and value != value):
         return None
     if isinstance(value, str):
@@ -166,9 +146,10 @@ def _tools_of(value: object) -> list[Any] | None:
             return None
     if hasattr(value, "tolist") and not isinstance(value, list | tuple | dict):  # numpy arrays
         value = value.tolist()
-    if isinstance(value, list | tuple):
-        return list(value)
-    raise RowError("tools", f"tools must be a list of tool definitions, got {type(value).__name__}")
+    try:
+        return tools_from_json(list(value) if isinstance(value, tuple) else value)
+    except ValueError as e:
+        raise RowError("tools", f"bad tools value: {e}") from None
 
 
 def _row_output(text: object, profile: Profile, tools: list[Any] | None) -> tuple[Any, ...]:
@@ -216,9 +197,9 @@ class Parse:
                  tools_column: str | None = None, known: bool = True, prefix: str = "",
                  cache: Any = None) -> None:
         if (profile is None) == (profile_column is None):
-            raise ValueError("give exactly one of profile= (one for all rows) or profile_column=")
+            raise UsageError("give exactly one of profile= (one for all rows) or profile_column=")
         if tools is not None and tools_column is not None:
-            raise ValueError("give at most one of tools= and tools_column=")
+            raise UsageError("give at most one of tools= and tools_column=")
         self.text_column = text_column
         self.prefix = prefix
         self.columns = tuple(prefix + c for c in OUTPUT_COLUMNS)
@@ -274,10 +255,10 @@ class Parse:
         have = set(names)
         missing = [c for c in self._wanted() if c not in have]
         if missing:
-            raise ValueError(f"the batch has no column {missing[0]!r} (it has {sorted(have)})")
+            raise UsageError(f"the batch has no column {missing[0]!r} (it has {sorted(have)})")
         clash = [c for c in self.columns if c in have]
         if clash:
-            raise ValueError(f"the batch already has a column {clash[0]!r}; pass prefix= (--prefix) "
+            raise UsageError(f"the batch already has a column {clash[0]!r}; pass prefix= (--prefix) "
                              "to name the output columns apart")
 
     def _inputs(self, get: Any) -> tuple[Sequence[object], Sequence[object] | None, Sequence[object] | None]:
@@ -311,7 +292,7 @@ class Parse:
         profile or tools field gets the same error as a null one."""
         clash = next((c for r in rows for c in self.columns if c in r), None)
         if clash is not None:
-            raise ValueError(f"a row already has a field {clash!r}; pass prefix= (--prefix) to name the "
+            raise UsageError(f"a row already has a field {clash!r}; pass prefix= (--prefix) to name the "
                              "output fields apart")
         s = self._source
         outs = self.rows([r.get(self.text_column, _MISSING) for r in rows],
@@ -321,17 +302,18 @@ class Parse:
 
 
 def _load_tools(tools: Sequence[Any] | str | os.PathLike[str] | None) -> list[Any] | None:
+    """``tools=``: a list (or a request body with a "tools" list), or the path of a JSON file
+    holding either (:func:`autoparser.toolsfile.read_tools_file`)."""
+    from .toolsfile import read_tools_file, tools_from_json
+
     if tools is None:
         return None
     if isinstance(tools, str | os.PathLike):
-        try:
-            data = json.loads(Path(tools).read_text(encoding="utf-8"))
-        except (OSError, ValueError) as e:
-            raise ValueError(f"cannot read tools file {tools}: {e}") from None
-        if not isinstance(data, list):
-            raise ValueError(f"tools file {tools} must hold a JSON list of tool definitions")
-        return data
-    return list(tools)
+        return read_tools_file(tools)
+    try:
+        return tools_from_json(list(tools) if isinstance(tools, tuple) else tools)
+    except ValueError as e:
+        raise UsageError(f"tools=: {e}") from None
 
 
 def parse_batch(batch: Any, **options: Any) -> Any:

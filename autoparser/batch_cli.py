@@ -31,8 +31,10 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from .batch import OUTPUT_COLUMNS, Parse, ProfileResolver, RowError
+from .cli import announce_cache, command
+from .errors import SourceError, UsageError
 
-__all__ = ["ParseLines", "Stats", "main_batch", "parse_lines", "run_batch", "scan_paths_ray"]
+__all__ = ["ParseLines", "Stats", "check_columns", "main_batch", "parse_lines", "run_batch", "scan_paths_ray"]
 
 _FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl", ".parquet": "parquet", ".pq": "parquet"}
 
@@ -320,9 +322,10 @@ def _run_ray(job: BatchJob, stats: Stats, stderr: TextIO, address: str | None, n
     size = Path(job.input).stat().st_size
     ctx.target_max_block_size = int(min(128 << 20, max(256 << 10, size // (4 * workers))))
     options = dict(job.options)
-    # files named on this machine may not exist on the workers: send what they hold
-    if isinstance(options.get("tools"), str):
-        options["tools"] = json.loads(Path(options["tools"]).read_text(encoding="utf-8"))
+    if isinstance(options.get("tools"), str):  # a file named on this machine: send what it holds
+        from .toolsfile import read_tools_file
+
+        options["tools"] = read_tools_file(options["tools"])
     if isinstance(options.get("profile"), str):
         with contextlib.suppress(RowError):  # a bad one: every worker reports it for every row
             options["profile"] = ProfileResolver(known=options.get("known", True)).resolve(options["profile"])
@@ -367,7 +370,10 @@ def run_batch(job: BatchJob, *, engine: str = "local", address: str | None = Non
     return stats
 
 
+@command("autoparse batch")
 def main_batch(argv: list[str], out: TextIO | None = None) -> int:
+    from .specs import SPEC_HELP
+
     out = out or sys.stdout
     ap = argparse.ArgumentParser(prog="autoparse batch", description="Parse a JSONL or Parquet file of raw "
                                  "completions: reasoning, content and tool calls per row, as added columns.")
@@ -375,11 +381,11 @@ def main_batch(argv: list[str], out: TextIO | None = None) -> int:
     ap.add_argument("-o", "--output", required=True, help="a .jsonl or .parquet file (format by extension)")
     ap.add_argument("--text-column", default="completion", help="the column of raw model output (default: completion)")
     who = ap.add_mutually_exclusive_group(required=True)
-    who.add_argument("--profile", help="one profile for every row: dialect name, profile .json, model dir, "
-                                       ".gguf or .jinja")
+    who.add_argument("--profile", metavar="SPEC", help=f"one profile for every row: {SPEC_HELP}")
     who.add_argument("--profile-column", help="a column naming each row's profile (same forms)")
     tools = ap.add_mutually_exclusive_group()
-    tools.add_argument("--tools", help="JSON file with the tools of every row (OpenAI format)")
+    tools.add_argument("--tools", metavar="FILE", help='JSON file with the tools of every row: a list, or a '
+                       'request body with a "tools" list')
     tools.add_argument("--tools-column", help="a column with each row's tools (a list, or its JSON text)")
     ap.add_argument("--engine", choices=["local", "ray"], default="local")
     ap.add_argument("--address", help="Ray cluster address (default: start a local cluster)")
@@ -389,39 +395,88 @@ def main_batch(argv: list[str], out: TextIO | None = None) -> int:
     ap.add_argument("--pure", action="store_true", help="derive profiles from templates without builtin rules")
     ap.add_argument("--json-summary", action="store_true", help="print the summary as one JSON object")
     a = ap.parse_args(argv)
-    try:
-        _format_of(a.input), _format_of(a.output)
-        if not Path(a.input).is_file():
-            raise ValueError(f"{a.input}: no such file")
-        if a.tools:
-            data = json.loads(Path(a.tools).read_text(encoding="utf-8"))
-            if not isinstance(data, list):
-                raise ValueError(f"{a.tools} must hold a JSON list of tool definitions")
-    except (OSError, ValueError) as e:
-        sys.stderr.write(f"autoparse batch: error: {e}\n")
-        return 2
+    for path in (a.input, a.output):
+        if Path(path).suffix.lower() not in _FORMATS:
+            raise UsageError(f"{path}: cannot tell the format from the extension (use .jsonl or .parquet)")
+    if not Path(a.input).is_file():
+        raise SourceError(a.input, "is a directory, expected a file" if Path(a.input).is_dir()
+                          else "no such file")
+    tool_list = None
+    if a.tools:
+        from .toolsfile import read_tools_file
+
+        tool_list = read_tools_file(a.tools)
     if a.engine == "ray":
-        try:
-            import ray  # noqa: F401
-        except ModuleNotFoundError:
-            sys.stderr.write("autoparse batch: --engine ray needs Ray Data: pip install 'autoparser[ray]'\n")
-            return 2
-    options = {"text_column": a.text_column, "profile": a.profile, "profile_column": a.profile_column,
-               "tools": a.tools, "tools_column": a.tools_column, "known": not a.pure, "prefix": a.prefix}
+        import ray  # noqa: F401  (missing: exit 2 with the extra to install, before any work)
+    columns = [c for c in (a.text_column, a.profile_column, a.tools_column) if c]
+    check_columns(a.input, columns)
+    profile = None
+    if a.profile:  # one profile for every row: a bad one is a bad command, not a million bad rows
+        from .cache import default_cache
+        from .specs import load_spec, source_of
+
+        derived = source_of(a.profile)[0].derived
+        if derived:
+            announce_cache("autoparse batch")
+        profile = load_spec(a.profile, known=not a.pure, cache=default_cache() if derived else None)
+    else:
+        announce_cache("autoparse batch")
+    options = {"text_column": a.text_column, "profile": profile, "profile_column": a.profile_column,
+               "tools": tool_list, "tools_column": a.tools_column, "known": not a.pure, "prefix": a.prefix}
     job = BatchJob(a.input, a.output, options, max(1, a.batch_size))
-    try:
-        stats = run_batch(job, engine=a.engine, address=a.address, num_cpus=a.num_cpus)
-    except ModuleNotFoundError as e:
-        sys.stderr.write(f"autoparse batch: {e.name} is needed for this: pip install 'autoparser[batch]'\n")
-        return 2
-    except ValueError as e:  # a bad call (missing column, clashing names): nothing row-specific
-        sys.stderr.write(f"autoparse batch: error: {e}\n")
-        return 2
+    stats = run_batch(job, engine=a.engine, address=a.address, num_cpus=a.num_cpus)
     if a.json_summary:
         out.write(json.dumps(stats.to_dict()) + "\n")
     else:
         stats.write(out)
     return 0
+
+
+def check_columns(path: str, columns: list[str]) -> None:
+    """Raise :class:`~autoparser.errors.UsageError` when the input has none of a named column.
+
+    A Parquet file has a schema. In JSON lines, a column exists when at least one line has it (a
+    line without it is a row error, as a null would be); lines are decoded only when they contain
+    the column's name as a JSON string, so the usual case (the first line has every column) costs
+    one line, and a missing column one cheap pass over the file.
+    """
+    if not columns:
+        return
+    if _format_of(path) == "parquet":
+        import pyarrow.parquet as pq  # type: ignore[import-untyped, import-not-found, unused-ignore]
+
+        try:
+            names = set(pq.read_schema(path).names)
+        except Exception as exc:  # pyarrow raises its own error types for a file that is not Parquet
+            raise SourceError(path, f"not a readable Parquet file ({exc})") from None
+        missing = [c for c in columns if c not in names]
+        if missing:
+            raise UsageError(f"{path} has no column {missing[0]!r} (its columns: {', '.join(sorted(names))})")
+        return
+    wanted = {c: {json.dumps(c, ensure_ascii=escaped).encode("utf-8") for escaped in (True, False)} for c in columns}
+    fields: list[str] | None = None  # of the first object line, for the message
+    with open(path, "rb") as f:
+        for raw in f:
+            hits = [c for c, keys in wanted.items() if any(key in raw for key in keys)]
+            if not hits and fields is not None:
+                continue
+            try:
+                obj = json.loads(raw)
+            except ValueError:
+                continue
+            if not isinstance(obj, dict):
+                continue
+            if fields is None:
+                fields = list(obj)
+            for c in hits:
+                if c in obj:
+                    del wanted[c]
+            if not wanted:
+                return
+    if fields is None:  # no row at all (an empty file, or only bad lines): nothing to miss
+        return
+    absent = next(iter(wanted))
+    raise UsageError(f"{path}: no line has the field {absent!r} (the first line has: {', '.join(fields)})")
 
 
 def _ray_stop() -> None:

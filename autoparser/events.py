@@ -82,8 +82,12 @@ def coalesce(events: Iterable[Event]) -> list[Event]:
     The engine's chunk-invariance guarantee is stated on this form: for any chunking of the same
     text, the coalesced event lists are equal.
     """
+    if not isinstance(events, Iterable):
+        raise TypeError(f"events must be an iterable of autoparser events, got {type(events).__name__}")
     out: list[Event] = []
     for e in events:
+        if not isinstance(e, Event):
+            raise TypeError(f"events must hold autoparser events, got {type(e).__name__}")
         last = out[-1] if out else None
         if isinstance(e, ContentDelta) and isinstance(last, ContentDelta):
             out[-1] = ContentDelta(last.text + e.text)

@@ -304,6 +304,8 @@ class Profile:
 
     @classmethod
     def from_json(cls, text: str) -> Profile:
+        if not isinstance(text, str | bytes | bytearray):
+            raise TypeError(f"Profile.from_json() takes the JSON text (str), got {type(text).__name__}")
         try:
             data = json.loads(text)
         except json.JSONDecodeError as e:

@@ -296,8 +296,13 @@ def test_cli_bad_arguments_exit_2(tmp_path: Path) -> None:
     assert _cli("in.jsonl", "-o", "out.csv", "--profile", "hermes", cwd=tmp_path).returncode == 2
     assert _cli("missing.jsonl", "-o", "out.jsonl", "--profile", "hermes", cwd=tmp_path).returncode == 2
     r = _cli("in.jsonl", "-o", "out.jsonl", "--profile", "hermes", "--text-column", "text", cwd=tmp_path)
+    assert r.returncode == 2 and "'text'" in r.stderr and "in.jsonl" in r.stderr  # no line has the column
+    assert not (tmp_path / "out.jsonl").exists()  # stopped before the first row
+    (tmp_path / "in.jsonl").write_text('{"completion": "x"}\n{"text": "y"}\n', encoding="utf-8")
+    r = _cli("in.jsonl", "-o", "out.jsonl", "--profile", "hermes", "--text-column", "text", cwd=tmp_path)
     assert r.returncode == 0  # a row without the text field is a row error, not a failed run
-    assert json.loads((tmp_path / "out.jsonl").read_text(encoding="utf-8"))["error_kind"] == "text"
+    kinds = [json.loads(line)["error_kind"] for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert kinds == ["text", None]
 
 
 def test_doc_batch_example_runs_in_a_fresh_interpreter(tmp_path: Path) -> None:

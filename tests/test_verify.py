@@ -425,14 +425,18 @@ def test_main_verify_exit_codes_json_and_save(monkeypatch: pytest.MonkeyPatch, t
     assert d["ok"] and d["profile"]["evidence"][-1].startswith("live: verified")
     assert Profile.from_json(save.read_text()).evidence[-1] == d["profile"]["evidence"][-1]
     save.unlink()
-    assert v.main_verify(["model.gguf", "--dialect", "hermes", "--save", str(save)], io.StringIO()) == 1
-    assert not save.exists() and seen[-1] == ("model.gguf", ["hermes"])
+    model = tmp_path / "model.gguf"
+    model.write_bytes(b"GGUF")
+    assert v.main_verify([str(model), "--dialect", "hermes", "--save", str(save)], io.StringIO()) == 1
+    assert not save.exists() and seen[-1] == (str(model), ["hermes"])
+    assert v.main_verify([str(tmp_path / "missing.gguf")], io.StringIO()) == 2  # not a model: before loading
+    assert v.main_verify(["--dialect", "no-such-dialect"], io.StringIO()) == 2
 
-    def missing(*a: Any, **kw: Any) -> v.VerifyReport:
-        raise LiveError("the live path needs OpenVINO GenAI")
+    def failing(*a: Any, **kw: Any) -> v.VerifyReport:
+        raise LiveError("the model failed to load")
 
-    monkeypatch.setattr(v, "run_verify", missing)
-    assert v.main_verify([], io.StringIO()) == 2
+    monkeypatch.setattr(v, "run_verify", failing)
+    assert v.main_verify([], io.StringIO()) == 1  # it started and failed
 
 
 # -- live --------------------------------------------------------------------------------------

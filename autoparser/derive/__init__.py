@@ -78,6 +78,8 @@ def analyze_detailed(chat_template: str, bos_token: str | None = None, eos_token
     """:func:`analyze` with everything that led to the profile; ``time_budget`` bounds all renders
     together (seconds), beyond each render's own limit."""
     t0 = time.perf_counter()
+    if isinstance(chat_template, str) and not chat_template.strip():  # renders nothing: not a profile
+        raise TemplateError("the chat template is empty")
     pr = Prober(chat_template, bos_token, eos_token, time_budget=time_budget)
     f = Findings()
     tools = tools_for()
@@ -191,35 +193,11 @@ def _from_override(prof: Profile, o: dict[str, Any]) -> Profile:
 
 
 def load(path: str | Path, *, known: bool = True) -> Profile:
-    """A profile from a profile .json, a .jinja template, a HF model dir, a GGUF or an OpenVINO IR."""
-    p = Path(path)
-    if p.suffix == ".json" and p.is_file() and p.name not in ("tokenizer_config.json", "chat_template.json"):
-        try:
-            text = p.read_text(encoding="utf-8")
-        except OSError as e:
-            raise AutoparserError(f"cannot read {p}: {e.strerror}") from None
-        return _profile_json(text)
-    from ..templates.sources import load_source
-    from ..tokens import with_special_markers
+    """A profile from any source :mod:`autoparser.specs` reads (a profile .json, a .jinja
+    template, a HF model dir, a GGUF, an OpenVINO IR, a dialect name)."""
+    from ..specs import load_spec
 
-    src = load_source(p)
-    prof = analyze(src.template_for(tools=True), src.bos_token, src.eos_token, known=known,
-                   special_tokens=src.special_tokens, model_id=src.model_id)
-    return with_special_markers(prof, src.special_tokens, src.kind)
-
-
-def _profile_json(text: str) -> Profile:
-    """A profile file; ``autoparse PATH --json`` output too (its ``derivation`` record is not part of
-    the profile and is set aside)."""
-    import json
-
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError:
-        return Profile.from_json(text)  # raises the ProfileError with the position
-    if isinstance(data, dict) and isinstance(data.get("derivation"), dict):
-        data = {k: v for k, v in data.items() if k != "derivation"}
-    return Profile.from_dict(data)
+    return load_spec(path, known=known)
 
 
 def detect(chat_template: str | None = None, model_id: str | None = None, *, known: bool = True,

@@ -9,10 +9,11 @@ import time
 from pathlib import Path
 from typing import Any, TextIO
 
-from ..errors import AutoparserError
+from ..cli import announce_cache, command
+from ..errors import AutoparserError, SourceError
 from ..profile import Profile
 
-__all__ = ["main_analyze", "main_scan"]
+__all__ = ["fit_path", "main_analyze", "main_scan"]
 
 
 def _analyze_path(path: str, known: bool, refresh: bool = False) -> tuple[Any, Any]:
@@ -25,44 +26,44 @@ def _analyze_path(path: str, known: bool, refresh: bool = False) -> tuple[Any, A
     return src, analyze_source(src, known=known, refresh=refresh)
 
 
+@command("autoparse")
 def main_analyze(argv: list[str], out: TextIO | None = None) -> int:
+    from ..export import FORMATS
+
     out = out or sys.stdout
     ap = argparse.ArgumentParser(prog="autoparse", description="Derive a model's output protocol from its "
-                                 "chat template (a .jinja file, HF model dir, .gguf or OpenVINO IR dir).")
+                                 "chat template (a .jinja file, HF model dir, .gguf or OpenVINO IR dir). "
+                                 "Nothing is written beside the model unless asked (-o / --save).",
+                                 epilog="Other commands: autoparse --help")
     ap.add_argument("path")
     ap.add_argument("--json", action="store_true", help="print the profile as JSON")
     ap.add_argument("--explain", action="store_true", help="show the probe renders behind each field")
-    ap.add_argument("--emit", metavar="FORMAT",
-                    help="print the profile for another runtime (openvino, vllm, sglang, response-template, "
-                         "ebnf, gbnf, structural-tag, openvino-grammar, json)")
-    ap.add_argument("--tools", help="JSON file with tools (for grammar formats)")
+    ap.add_argument("--emit", metavar="FORMAT", choices=FORMATS,
+                    help=f"print the profile for another runtime ({', '.join(FORMATS)})")
+    ap.add_argument("--tools", metavar="FILE", help='JSON file with tools for grammar formats: a list, or a '
+                    'request body with a "tools" list')
     ap.add_argument("--pure", action="store_true", help="pure derivation: do not use builtin dialect rules")
-    ap.add_argument("--save", metavar="FILE",
-                    help="where to write the profile JSON (default: autoparser_profile.json in the model "
+    ap.add_argument("-o", "--save", metavar="FILE", nargs="?", const="",
+                    help="write the profile JSON to FILE (--save alone: autoparser_profile.json in the model "
                          "directory, or PATH.autoparser.json beside a file)")
-    ap.add_argument("--no-save", action="store_true", help="do not write the profile")
+    ap.add_argument("--no-save", action="store_true", help=argparse.SUPPRESS)  # the old default wrote; now a no-op
     a = ap.parse_args(argv)
-    try:
-        # --explain and --json show how the profile was derived: the cache keeps only the profile
-        src, an = _analyze_path(a.path, known=not a.pure, refresh=a.explain or a.json)
-    except AutoparserError as e:
-        sys.stderr.write(f"autoparse: error: {e}\n")
-        return 1
+    tools = None
+    if a.tools:
+        from ..toolsfile import read_tools_file
+
+        tools = read_tools_file(a.tools)  # before the analysis: a bad file is the cheaper mistake
+    announce_cache()
+    # --explain and --json show how the profile was derived: the cache keeps only the profile
+    src, an = _analyze_path(a.path, known=not a.pure, refresh=a.explain or a.json)
     prof: Profile = an.profile
     saved = None
-    if not a.no_save and not a.emit and not a.json:
-        target = Path(a.save) if a.save else _default_save_path(Path(a.path))
-        try:
-            target.write_text(prof.to_json() + "\n", encoding="utf-8")
-            saved = target
-        except OSError as e:
-            sys.stderr.write(f"autoparse: could not save the profile to {target}: {e.strerror}\n")
-    elif a.save:
-        Path(a.save).write_text(prof.to_json() + "\n", encoding="utf-8")
+    if a.save is not None:
+        saved = Path(a.save) if a.save else _default_save_path(Path(a.path))
+        saved.write_text(prof.to_json() + "\n", encoding="utf-8")  # asked for: failing is an error
     if a.emit:
         from ..export import emit
 
-        tools = json.loads(Path(a.tools).read_text(encoding="utf-8")) if a.tools else None
         out.write(emit(prof, a.emit, tools=tools).rstrip("\n") + "\n")
         return 0
     if a.json:
@@ -75,6 +76,8 @@ def main_analyze(argv: list[str], out: TextIO | None = None) -> int:
         _explain(out, an)
     if saved is not None:
         out.write(f"  saved        {saved}  (use it: autoparser.load({str(saved)!r}))\n")
+    else:
+        out.write("  save it      add -o FILE (or --save, to write it beside the model)\n")
     return 0
 
 
@@ -160,6 +163,7 @@ def _explain(out: TextIO, an: Any) -> None:
             out.write(f"    {'':38} (generation prompt adds {p.prompt_tail[:80]!r})\n")
 
 
+@command("autoparse scan")
 def main_scan(argv: list[str], out: TextIO | None = None) -> int:
     out = out or sys.stdout
     ap = argparse.ArgumentParser(prog="autoparse scan", description="Analyse many models or templates.")
@@ -173,10 +177,16 @@ def main_scan(argv: list[str], out: TextIO | None = None) -> int:
     files: list[Path] = []
     for raw in a.paths:
         p = Path(raw)
+        if not p.exists():
+            raise SourceError(raw, "no such file or directory")
         if p.is_dir() and not _is_model_dir(p):
-            files += sorted(x for x in p.rglob("*") if x.suffix in (".jinja", ".gguf") or _is_model_dir(x))
+            found = sorted(x for x in p.rglob("*") if x.suffix in (".jinja", ".gguf") or _is_model_dir(x))
+            if not found:
+                raise SourceError(raw, "no .jinja or .gguf file and no model directory inside")
+            files += found
         else:
             files.append(p)
+    announce_cache("autoparse scan")
     rows = []
     t0 = time.perf_counter()
     if a.engine == "ray":
@@ -187,7 +197,7 @@ def main_scan(argv: list[str], out: TextIO | None = None) -> int:
             out.writelines(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
     for i, f in enumerate(files if a.engine == "local" else [], 1):
         if not a.json and sys.stderr.isatty():
-            sys.stderr.write(f"\r[{i}/{len(files)}] {str(f)[-60:]:60}")
+            sys.stderr.write(f"\r[{i}/{len(files)}] {fit_path(str(f), 60):60}")
         row = _scan_row(str(f), known=not a.pure)
         rows.append(row)
         if a.json:
@@ -198,12 +208,12 @@ def main_scan(argv: list[str], out: TextIO | None = None) -> int:
         out.write(f"{'path':60} {'dialect':14} {'conf':>5} {'tools':9} {'reasoning':12} check\n")
         for r in rows:
             if "error" in r:
-                out.write(f"{r['path'][-60:]:60} ERROR {r['error'][:200]}\n")
+                out.write(f"{fit_path(r['path'], 60):60} ERROR {r['error'][:200]}\n")
                 continue
             reasoning = r["reasoning"] or "-"
             if "reasoning" in r["builtin_only"]:
                 reasoning = f"({reasoning})"  # the builtin's markers, no render shows them
-            out.write(f"{r['path'][-60:]:60} {r['dialect'] or '-':14} {r['confidence']:5.2f} "
+            out.write(f"{fit_path(r['path'], 60):60} {r['dialect'] or '-':14} {r['confidence']:5.2f} "
                       f"{r['tools'] or '-':9} {reasoning:12} {r['self_check']}\n")
         ok = [r for r in rows if "error" not in r]
         out.write(f"\n{len(rows)} analysed in {time.perf_counter() - t0:.1f} s: {len(ok)} derived, "
@@ -214,6 +224,26 @@ def main_scan(argv: list[str], out: TextIO | None = None) -> int:
             out.write("(reasoning in brackets): builtin-only, added by the matched dialect; no render of the "
                       "template shows it\n")
     return 0
+
+
+def fit_path(path: str, width: int) -> str:
+    """``path`` in at most ``width`` characters: whole directories are dropped from the left (cut at
+    a separator, shown as ``…/``), the file name is kept; a name longer than the column keeps its
+    start and its end (the extension) around a ``…``."""
+    if len(path) <= width:
+        return path
+    sep = "/" if "/" in path else "\\"
+    parts = path.split(sep)
+    name = parts[-1]
+    if len(name) + 2 > width:
+        head = (width - 1) // 2
+        return name[:head] + "…" + name[len(name) - (width - 1 - head):]
+    kept = [name]
+    for part in reversed(parts[:-1]):
+        if len(part) + 1 + sum(len(k) + 1 for k in kept) + 1 > width:
+            break
+        kept.insert(0, part)
+    return "…" + sep + sep.join(kept)
 
 
 def _scan_row(path: str, known: bool = True) -> dict[str, Any]:

@@ -484,12 +484,20 @@ def _parse_expression(text: str) -> ast.expr:
     return tree.body
 
 
+#: JSON's spelling of the constants, which models write inside pythonic calls
+#: (``toggle(enabled=true)``): llama.cpp, OpenVINO Model Server and SGLang read them as the values
+_JSON_CONSTANTS: dict[str, Any] = {"true": True, "false": False, "null": None}
+
+
 def _literal_value(node: ast.expr) -> Any:
     """Convert a literal AST node to a JSON-compatible value; ValueError for anything else.
 
     This walks the tree instead of calling ``ast.literal_eval`` so that the accepted language is
-    exactly JSON's value space: no bytes, complex numbers, sets, non-string keys or NaN.
+    exactly JSON's value space: no bytes, complex numbers, sets, non-string keys or NaN. The bare
+    names ``true``, ``false`` and ``null`` are JSON's constants (no Python literal spells them).
     """
+    if isinstance(node, ast.Name) and node.id in _JSON_CONSTANTS:
+        return _JSON_CONSTANTS[node.id]
     if isinstance(node, ast.Constant):
         value = node.value
         if value is None or isinstance(value, (bool, str)):
@@ -530,9 +538,9 @@ def parse_python_literal(text: str) -> Any:
     """Parse a Python literal safely (never ``eval``) into a JSON-compatible value.
 
     Accepts strings (either quote, escapes, implicit concatenation), ints, finite floats, unary
-    signs on numbers, ``True``/``False``/``None``, lists, tuples (as lists) and dicts with string
-    keys, nested. Raises ``ValueError`` for anything else, including input too deep or too large
-    for the Python parser.
+    signs on numbers, ``True``/``False``/``None`` (and JSON's ``true``/``false``/``null``), lists,
+    tuples (as lists) and dicts with string keys, nested. Raises ``ValueError`` for anything else,
+    including input too deep or too large for the Python parser.
     """
     node = _parse_expression(text)
     try:

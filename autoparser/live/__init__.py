@@ -21,9 +21,9 @@ Typical use::
 
 from __future__ import annotations
 
-from autoparser.live._base import INSTALL_HINT, LiveError, require_openvino
+from autoparser.live._base import INSTALL_HINT, LiveError, ModelPathError, require_openvino
 from autoparser.live.grammar import GrammarError, example_calls, grammar_for, reasoning_spec, structured_output_for
-from autoparser.live.model import default_model_path, file_sha256, is_gguf, read_gguf_metadata
+from autoparser.live.model import default_model_path, file_sha256, is_gguf
 from autoparser.live.pipeline import (
     LivePipeline,
     detect_profile,
@@ -49,6 +49,7 @@ __all__ = [
     "LivePipeline",
     "LiveRun",
     "LiveStream",
+    "ModelPathError",
     "ParsingStreamer",
     "build_structured_output",
     "default_model_path",
@@ -59,7 +60,6 @@ __all__ = [
     "grammar_for",
     "is_gguf",
     "load_pipeline",
-    "read_gguf_metadata",
     "reasoning_spec",
     "require_openvino",
     "resolve_profile",

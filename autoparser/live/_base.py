@@ -10,15 +10,20 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-from autoparser.errors import AutoparserError
+from autoparser.errors import AutoparserError, SourceError
 
-__all__ = ["INSTALL_HINT", "LiveError", "require_openvino"]
+__all__ = ["INSTALL_HINT", "LiveError", "ModelPathError", "require_openvino"]
 
 INSTALL_HINT = "pip install 'autoparser[live]'"
 
 
 class LiveError(AutoparserError):
     """The live path cannot run: OpenVINO GenAI is missing, or a model cannot be found or loaded."""
+
+
+class ModelPathError(LiveError, SourceError):
+    """A path that is not a model OpenVINO GenAI can load: a bad input file (``path`` names it),
+    found before OpenVINO is asked."""
 
 
 def require_openvino() -> ModuleType:

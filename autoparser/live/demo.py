@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import importlib.util
 import json
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from autoparser.demo import merged_lines
 
-__all__ = ["live_demo"]
+if TYPE_CHECKING:
+    from autoparser.live.pipeline import LivePipeline
+
+__all__ = ["describe_profile", "live_demo"]
 
 _TOOLS: list[dict[str, Any]] = [{"type": "function", "function": {
     "name": "get_weather",
@@ -30,7 +33,24 @@ def _available() -> bool:
     )
 
 
-def live_demo(argv: list[str], out: TextIO) -> int | None:
+def describe_profile(live: LivePipeline) -> str:
+    """Where a live pipeline's profile came from, in words a new user can follow."""
+    prof = live.profile
+    if prof is None:
+        return f"none: {live.profile_source}"
+    if live.profile_source != "analyze":
+        return live.profile_source  # a builtin fallback, or a profile given by the caller: it says why
+    where = {"gguf": "the GGUF file", "tokenizer": "the tokenizer"}.get(live.template_source, live.template_source)
+    if prof.name:
+        match = f"the wire format of builtin dialect {prof.name!r}"
+    elif prof.tools is None and prof.reasoning is None and prof.messages is None:
+        match = "plain content (the template writes no tool calls and no reasoning)"
+    else:
+        match = "a wire format no builtin dialect has"
+    return f"derived from the model's chat template (read from {where}): {match}, confidence {prof.confidence:.2f}"
+
+
+def live_demo(out: TextIO) -> int | None:
     """Run the live demo; None means "not available here", so the caller shows the offline one."""
     if not _available():
         return None
@@ -42,7 +62,7 @@ def live_demo(argv: list[str], out: TextIO) -> int | None:
 
     live = load_pipeline()
     live.pipeline.generate("Hi", max_new_tokens=2)  # one-off first-call costs stay out of the speed shown
-    out.write(f"model: {live.path.name} on {live.device}; profile: {live.profile_source}\n")
+    out.write(f"model    {live.path.name} on {live.device}\nprofile  {describe_profile(live)}\n")
     hermes = live.profile_for("hermes")
     grammar = grammar_for(get_profile("hermes"), _TOOLS)  # the hermes call format, as a regex
     runs: list[tuple[str, dict[str, Any], Any, Any]] = [

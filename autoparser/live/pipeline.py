@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from autoparser.errors import AutoparserError
-from autoparser.live._base import LiveError, require_openvino
-from autoparser.live.model import default_model_path, is_gguf, read_gguf_metadata
+from autoparser.errors import AutoparserError, SourceError
+from autoparser.live._base import LiveError, ModelPathError, require_openvino
+from autoparser.live.model import default_model_path, is_gguf
 
 if TYPE_CHECKING:
     from autoparser.profile import Profile
@@ -145,31 +145,36 @@ def detect_profile(
     return None, f"none ({why}; not a ChatML template)"
 
 
+def _gguf_metadata(path: Path) -> dict[str, object]:
+    from autoparser.templates._gguf import read_metadata
+
+    try:
+        return read_metadata(path)
+    except SourceError as exc:
+        raise ModelPathError(str(path), f"unreadable GGUF header: {exc.problem}") from None
+
+
 def _check_model_path(path: Path) -> None:
     """Reject paths OpenVINO cannot load before it fails with a C++ assertion message."""
     if not path.exists():
-        raise LiveError(f"model path {path} does not exist")
+        raise ModelPathError(str(path), "model path does not exist")
     if path.is_dir():
         if not (path / "openvino_model.xml").is_file():
-            raise LiveError(
-                f"{path} is a directory without openvino_model.xml; expected an OpenVINO IR model "
-                "directory or a .gguf file"
-            )
+            raise ModelPathError(str(path), "a directory without openvino_model.xml; expected an OpenVINO IR "
+                                 "model directory or a .gguf file")
         return
     if not is_gguf(path):
-        raise LiveError(f"{path} is not a loadable model: expected a .gguf file or an OpenVINO IR directory")
+        raise ModelPathError(str(path), "not a loadable model: expected a .gguf file or an OpenVINO IR directory")
     # GenAI 2026.4.1 crashes the whole process (SIGSEGV) on some corrupt GGUF headers, so the
     # header is parsed here first; a file that passes but still fails to load raises normally.
-    meta = read_gguf_metadata(path)
-    if "general.architecture" not in meta:
-        raise LiveError(f"{path} is not a loadable model: its GGUF header has no general.architecture")
+    if "general.architecture" not in _gguf_metadata(path):
+        raise ModelPathError(str(path), "not a loadable model: its GGUF header has no general.architecture")
 
 
 def _template_from_files(path: Path) -> tuple[str, str]:
     """The chat template stored with the model, for tokenizers that do not expose one."""
     if path.is_file():
-        meta = read_gguf_metadata(path, ["tokenizer.chat_template"])
-        value = meta.get("tokenizer.chat_template")
+        value = _gguf_metadata(path).get("tokenizer.chat_template")
         if isinstance(value, str) and value:
             return value, "gguf"
     else:

@@ -40,6 +40,9 @@ from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TextIO
 
+from autoparser.cli import command
+from autoparser.dialects import get_profile
+from autoparser.errors import SourceError
 from autoparser.events import Event, coalesce
 from autoparser.live._base import LiveError
 from autoparser.live.grammar import example_calls, grammar_for, reasoning_spec, regex_literal
@@ -760,8 +763,13 @@ def run_verify(path: str | None = None, dialects: Sequence[str] = (), *, device:
                         load_seconds=load_seconds, seconds=time.perf_counter() - start, skipped=skipped)
 
 
+@command("autoparse verify")
 def main_verify(argv: list[str], out: TextIO | None = None) -> int:
-    """``autoparse verify [PATH] [--dialect NAME ...] [--json] [--save FILE]``; 0 when every probe passed."""
+    """``autoparse verify [PATH] [--dialect NAME ...] [--json] [--save FILE]``; 0 when every probe
+    passed, 1 when one did not (or the model fails to load), 2 for a bad command line, a path that
+    is not a model, or OpenVINO GenAI not installed."""
+    import importlib.util
+
     out = out or sys.stdout
     ap = argparse.ArgumentParser(
         prog="autoparse verify",
@@ -776,12 +784,14 @@ def main_verify(argv: list[str], out: TextIO | None = None) -> int:
     ap.add_argument("--save", metavar="FILE", help="write the verified profile JSON to FILE (passing runs only)")
     ap.add_argument("-v", "--verbose", action="store_true", help="show every probe's text and parser comparison")
     a = ap.parse_args(argv)
-    try:
-        report = run_verify(a.path, a.dialect, device=a.device,
-                            progress=sys.stderr if a.verbose and not a.json else None)
-    except LiveError as e:
-        sys.stderr.write(f"autoparse verify: {e}\n")
-        return 2
+    for name in a.dialect:  # before loading a model: a typo is the cheaper mistake to report
+        get_profile(name)
+    if a.path is not None and not Path(a.path).exists():
+        raise SourceError(a.path, "no such file or directory (expected a .gguf file or an OpenVINO IR directory)")
+    if importlib.util.find_spec("openvino_genai") is None:
+        raise ModuleNotFoundError("No module named 'openvino_genai'", name="openvino_genai")
+    report = run_verify(a.path, a.dialect, device=a.device,
+                        progress=sys.stderr if a.verbose and not a.json else None)
     verified = record_evidence(report.profile, report)
     if a.json:
         out.write(json.dumps(report.to_dict(verified), ensure_ascii=False, indent=2) + "\n")
@@ -795,4 +805,3 @@ def main_verify(argv: list[str], out: TextIO | None = None) -> int:
         else:
             sys.stderr.write(f"autoparse verify: not writing {a.save}: the run did not pass\n")
     return 0 if report.ok else 1
-

@@ -7,16 +7,20 @@ tokens we need are decoded: the vocabulary can hold hundreds of thousands of ent
 
 from __future__ import annotations
 
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from autoparser.errors import SourceError
 
-__all__ = ["GGUFContents", "read_gguf"]
+__all__ = ["GGUFContents", "read_gguf", "read_metadata"]
 
 # llama.cpp token types (gguf.TokenType): CONTROL and USER_DEFINED are the special/added tokens.
 _CONTROL = 3
 _USER_DEFINED = 4
+# GGUF value types (gguf.GGUFValueType)
+_STRING = 8
+_ARRAY = 9
 
 
 class GGUFContents:
@@ -49,20 +53,67 @@ def read_gguf(path: Path) -> GGUFContents:
     """Templates (``tokenizer.chat_template`` and ``tokenizer.chat_template.<name>``), bos/eos
     strings (ids mapped through ``tokenizer.ggml.tokens``), CONTROL/USER_DEFINED tokens and
     ``general.name``."""
+    contents = _read(*_file_key(path))[1]
+    if not contents.templates:
+        raise SourceError(str(path), "GGUF file has no chat template (no tokenizer.chat_template key)")
+    return contents
+
+
+def read_metadata(path: Path) -> dict[str, object]:
+    """Every scalar key of the header (strings, numbers, booleans; arrays such as the vocabulary
+    are left out), for callers that check a file before handing it to a runtime."""
+    return dict(_read(*_file_key(path))[0])
+
+
+def _file_key(path: Path) -> tuple[str, int, int]:
     try:
-        from gguf import GGUFReader
+        stat = Path(path).stat()
+    except OSError as exc:
+        raise SourceError(str(path), f"cannot read: {exc.strerror or exc}") from None
+    return str(Path(path).resolve()), stat.st_size, stat.st_mtime_ns
+
+
+@lru_cache(maxsize=8)
+def _read(path: str, size: int, mtime_ns: int) -> tuple[dict[str, object], GGUFContents]:
+    """One pass of the ``gguf`` package's reader, kept per file version: reading a vocabulary of
+    50,000 tokens costs seconds, and a live run reads the same file for its header check and its
+    chat template."""
+    try:
+        import gguf
     except ImportError:
-        raise SourceError(str(path), "reading GGUF files needs the 'gguf' package (pip install gguf)") from None
+        raise SourceError(path, "reading GGUF files needs the 'gguf' package (pip install gguf)") from None
+
+    class Strict(gguf.GGUFReader):
+        """The package's reader slices its memory map, and a slice past the end of a file cut short
+        is silently shorter: here it is an error, so a truncated header never reaches a runtime
+        (OpenVINO GenAI crashes on some)."""
+
+        def _get(self, offset: int, dtype: Any, count: int = 1, *args: Any, **kwargs: Any) -> Any:
+            arr = super()._get(offset, dtype, count, *args, **kwargs)
+            if len(arr) < int(count):
+                raise ValueError(f"the file ends at byte {len(self.data)}, inside the data it declares")
+            return arr
+
     try:
-        reader = GGUFReader(path, "r")
+        reader = Strict(path, "r")
     except Exception as exc:  # the reader raises ValueError, struct/numpy errors, ... on corrupt files
-        raise SourceError(str(path), f"not a readable GGUF file ({type(exc).__name__}: {exc})") from None
+        raise SourceError(path, f"not a readable GGUF file ({type(exc).__name__}: {exc})") from None
     try:
-        return _contents(reader.fields, path)
+        return _scalars(reader.fields), _contents(reader.fields, Path(path))
     except SourceError:
         raise
     except Exception as exc:
-        raise SourceError(str(path), f"malformed GGUF metadata ({type(exc).__name__}: {exc})") from None
+        raise SourceError(path, f"malformed GGUF metadata ({type(exc).__name__}: {exc})") from None
+
+
+def _scalars(fields: Any) -> dict[str, object]:
+    out: dict[str, object] = {}
+    for key, field in fields.items():
+        if key.startswith("GGUF.") or len(field.data) != 1 or not field.types or int(field.types[0]) == _ARRAY:
+            continue
+        value = field.parts[field.data[0]]
+        out[key] = _string(field) if int(field.types[0]) == _STRING else value.tolist()[0]
+    return out
 
 
 def _contents(fields: Any, path: Path) -> GGUFContents:
@@ -80,9 +131,6 @@ def _contents(fields: Any, path: Path) -> GGUFContents:
             named = text(key)
             if named:
                 templates[key.removeprefix(prefix)] = named
-    if not templates:
-        raise SourceError(str(path), "GGUF file has no chat template (no tokenizer.chat_template key)")
-
     tokens = fields.get("tokenizer.ggml.tokens")
     count = len(tokens.data) if tokens is not None else 0
 
