@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import types
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -30,6 +31,7 @@ __all__ = [
     "BuiltinUse",
     "CodecSpec",
     "MessagesSpec",
+    "PatternSpec",
     "Profile",
     "PromptSetting",
     "ReasoningSpec",
@@ -40,7 +42,10 @@ __all__ = [
 PROFILE_VERSION = 1
 
 ReasoningStart = Literal["explicit", "prefilled", "auto"]
-CodecKind = Literal["json", "name_json", "tagged", "pythonic"]
+CodecKind = Literal["json", "name_json", "tagged", "pythonic", "pattern"]
+ValueEncoding = Literal["json", "python", "raw", "xml", "percent", "shell", "toml"]
+#: the JSON types a ``{type}`` slot's spelling may name
+JsonType = Literal["string", "integer", "number", "boolean", "object", "array", "null"]
 Recovery = Literal["content", "drop", "content_without_marker", "content_if_no_calls"]
 
 
@@ -63,6 +68,33 @@ class ReasoningSpec:
 
 
 @dataclass(frozen=True)
+class PatternSpec:
+    """One call as literal text and slots: the inverse of the template's loop over arguments.
+
+    ``call`` is the call's text with slots ``{name}``, ``{call_id}``, ``{index}`` (the call's
+    number, not kept) and at most one ``{args}``, where the arguments are written one after the
+    other, each as ``arg`` (slots ``{key}``, ``{value}``, optionally ``{type}``), with ``arg_sep``
+    between two. Every slot ends where the literal text after it begins; a value ends as its
+    ``value`` encoding says: ``json`` / ``python`` / ``toml`` values end where the literal ends
+    (strings quoted and escaped), ``shell`` values where the shell word ends (``shlex``), and
+    ``raw`` / ``xml`` / ``percent`` values are text up to the literal after them (unescaped by
+    XML rules or percent-decoding). Text values are typed by ``{type}`` (``types`` maps its
+    spellings to JSON types) or else by the tool's schema; a string stays as written, anything
+    else is read as a JSON (or Python) literal. Whitespace in a literal matches any whitespace. A
+    slot written twice (``<{key}>{value}</{key}>``) matches the same text the second time.
+    """
+
+    call: str
+    arg: str = ""
+    arg_sep: str = ""
+    value: ValueEncoding = "json"
+    types: tuple[tuple[str, JsonType], ...] = ()
+    #: markers that end a call wherever they stand outside a value (the turn's end, when the
+    #: template writes it right after the last value)
+    ends: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class CodecSpec:
     """How one call's name, id and arguments are written between its markers.
 
@@ -76,6 +108,8 @@ class CodecSpec:
                      call ends at ``trailer``. Values are typed by the tool schema.
       ``pythonic``   ``[name(key=value, ...), ...]`` with Python literals; with ``array="never"`` the
                      calls are lines without list brackets (``f(a=1)\ng(b=2)``) up to the end marker.
+      ``pattern``    anything else: ``pattern`` (a :class:`PatternSpec`) spells the call out as
+                     literal text, slots and the repeated arguments (``engine/pattern.py``).
 
     In patterns, whitespace matches any run of whitespace (including none). A ``name_json`` header
     may hold the caller's ``{call_id}`` before the name (``{call_id}<|n|>{name}<|a|>``) or after it;
@@ -98,6 +132,7 @@ class CodecSpec:
     string_delims: tuple[tuple[str, str], ...] = ()
     param: str = ""
     string_true: str = "true"
+    pattern: PatternSpec | None = None
 
 
 @dataclass(frozen=True)
@@ -466,9 +501,47 @@ def _check_semantics(p: Profile) -> None:
                 raise ProfileError("tools.codec.param", "{key} must come before {value}")
         if c.kind == "json" and not c.name_keys and not c.name_as_key:
             raise ProfileError("tools.codec.name_keys", "needs at least one key (or name_as_key)")
+        if c.kind == "pattern":
+            _check_pattern(c.pattern)
+        elif c.pattern is not None:
+            raise ProfileError("tools.codec.pattern", "only a 'pattern' codec has a pattern")
         for i, (a, b) in enumerate(c.string_delims):
             if not a or not b:
                 raise ProfileError(f"tools.codec.string_delims[{i}]", "delimiters must not be empty")
+
+
+_CALL_SLOTS = ("{name}", "{call_id}", "{index}", "{args}")
+_ARG_SLOTS = ("{key}", "{value}", "{type}", "{index}")
+
+
+def _check_pattern(pat: PatternSpec | None) -> None:
+    """A pattern the engine can run: known slots, each slot followed by literal text or the end."""
+    path = "tools.codec.pattern"
+    if pat is None:
+        raise ProfileError(path, "a 'pattern' codec needs a pattern")
+    for name, text, allowed in (("call", pat.call, _CALL_SLOTS), ("arg", pat.arg, _ARG_SLOTS)):
+        slots = re.findall(r"\{[a-z_]+\}", text)
+        for slot in slots:
+            if slot not in allowed:
+                raise ProfileError(f"{path}.{name}", f"unknown slot {slot} (known: {', '.join(allowed)})")
+            if text.count(slot) > 1 and slot in ("{value}", "{args}"):
+                raise ProfileError(f"{path}.{name}", f"slot {slot} appears more than once")
+        for a, b in re.findall(r"\{([a-z_]+)\}\{([a-z_]+)\}", text):
+            if b != "args" or pat.arg.startswith("{"):
+                raise ProfileError(f"{path}.{name}", f"slots {{{a}}} and {{{b}}} must be separated by literal "
+                                                     "text (the arguments may follow a slot if they start with some)")
+    if "{name}" not in pat.call:
+        raise ProfileError(f"{path}.call", "must contain {name}")
+    if "{args}" in pat.call:
+        if "{key}" not in pat.arg or "{value}" not in pat.arg:
+            raise ProfileError(f"{path}.arg", "must contain {key} and {value}")
+        if pat.arg.index("{key}") > pat.arg.index("{value}"):
+            raise ProfileError(f"{path}.arg", "{key} must come before {value}")
+    elif pat.arg or pat.arg_sep:
+        raise ProfileError(f"{path}.arg", "arguments need an {args} slot in the call")
+    _no_empty(f"{path}.ends", pat.ends)
+    if pat.types and "{type}" not in pat.arg:
+        raise ProfileError(f"{path}.types", "spellings of types need a {type} slot in arg")
 
 
 def _no_empty(path: str, markers: Sequence[str]) -> None:

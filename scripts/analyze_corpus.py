@@ -287,7 +287,9 @@ def describe(prof: autoparser.Profile) -> str:
         c = t.codec
         opens = "/".join(x for x in (*t.section_open, *t.call_open) if x) or "(none)"
         detail = {"json": f"json {c.name_keys[0]}/{c.args_keys[0]}", "name_json": f"name_json {c.header!r}",
-                  "tagged": f"tagged {c.header!r} {c.param!r}", "pythonic": "pythonic"}[c.kind]
+                  "tagged": f"tagged {c.header!r} {c.param!r}", "pythonic": "pythonic",
+                  "pattern": (f"pattern {c.pattern.call!r} {c.pattern.arg!r} {c.pattern.value}"
+                              if c.pattern else "")}[c.kind]
         tools = f"{opens} {detail}"
     r = prof.reasoning
     reasoning = f"{'/'.join(r.open) or '-'}..{'/'.join(r.close)} ({r.start})" if r else "no reasoning"

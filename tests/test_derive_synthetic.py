@@ -302,6 +302,28 @@ def test_raw_output_parses(name: str, case: dict[str, Any]) -> None:
     assert _summary(autoparser.parse(list(text), prof, tools=TOOLS)) == want
 
 
+def _streamed_params() -> list[Any]:
+    def marks(c: dict[str, Any]) -> list[Any]:
+        return [pytest.mark.xfail(strict=True, reason=c["streamed_xfail"])] if "streamed_xfail" in c else []
+
+    return [pytest.param(n, c, id=f"{n.removesuffix('.jinja')}-{c['id']}", marks=marks(c))
+            for n, t in TEMPLATES.items() for c in t["cases"] if "streamed" in c]
+
+
+@pytest.mark.parametrize(("name", "case"), _streamed_params())
+def test_cut_call_streams_as_truncated(name: str, case: dict[str, Any]) -> None:
+    """A call cut off by the end of the stream: announced once its head is complete, it ends
+    ``truncated`` with the arguments that were certain (a text value as far as it came), never
+    executed as complete; whole, per character and in random chunks alike."""
+    prof = analysis(name).profile
+    want = case["streamed"]
+    text = case["input"]
+    for chunks in ([text], list(text), _chunks(text, random.Random(name))):
+        res = autoparser.parse(chunks, prof, tools=TOOLS, stream_arguments=True)
+        assert [{"name": c.name, "arguments": c.arguments, "status": c.status} for c in res.tool_calls] == want
+        assert all(c.status != "ok" for c in res.tool_calls)
+
+
 # -- hostile templates ------------------------------------------------------------------------------
 
 HOSTILE = {

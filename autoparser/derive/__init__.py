@@ -17,7 +17,6 @@ from typing import Any
 
 from ..errors import AutoparserError, TemplateError
 from ..profile import BuiltinUse, Profile
-from .calls import find_tools
 from .confidence import combine
 from .extract import Findings, find_content
 from .failures import check_renders, check_said
@@ -30,6 +29,7 @@ from .rules import Evidence
 from .selfcheck import CheckResult, self_check
 from .settings import find_settings
 from .structure import structural_checks, validated
+from .tools import find_tools
 
 __all__ = ["Analysis", "analyze", "analyze_detailed", "detect", "fingerprint", "load", "overrides"]
 

@@ -9,7 +9,7 @@ the sentinels.
 from __future__ import annotations
 
 import unicodedata
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from ..profile import ReasoningSpec, ToolSpec
@@ -123,6 +123,18 @@ class Findings:
 
     def fired(self) -> set[str]:
         return {r.rule for r in self.records if r.rule}
+
+    def fork(self) -> Findings:
+        """A copy to try a hypothesis on: what it fires and changes stays in the copy until
+        :meth:`adopt` takes it (the probes rendered so far are shared)."""
+        return replace(self, evidence=list(self.evidence), confidence=dict(self.confidence),
+                       strip=list(self.strip), records=list(self.records))
+
+    def adopt(self, other: Findings) -> None:
+        """Take everything a fork established (the winning hypothesis)."""
+        for f in fields(self):
+            if f.name != "probes":
+                setattr(self, f.name, getattr(other, f.name))
 
 def find_content(pr: Prober, f: Findings, tools: list[dict[str, Any]] | None, **kw: Any) -> bool:
     p = pr.turn("content" + (f" {sorted(kw)}" if kw else ""), {"role": "assistant", "content": CONTENT},

@@ -20,8 +20,8 @@ from typing import Any
 from ..errors import TemplateError
 from .rules import Rule
 
-__all__ = ["INT1", "NAME1", "NAME2", "RULES", "CallShape", "Probe", "Prober", "after_user", "call", "call_id",
-           "tools_for"]
+__all__ = ["ARGS1", "ARGS2", "INT1", "NAME1", "NAME2", "RULES", "CallShape", "Probe", "Prober", "after_user", "call",
+           "call_id", "tools_for"]
 
 # the call-turn shapes a template may need before it renders a call, and what needing one says
 SHAPE_STRING_ARGS = Rule("render.string_arguments", "tools.render",
@@ -48,6 +48,10 @@ KEY1, KEY2 = "argQXa", "argQXb"
 VAL1, VAL2 = "valQXa1", "valQXb2"
 INT1 = 7  # the second argument of the first probe call: an integer, so its text differs from a string's
 CONTENT, REASONING, USER = "CQXc1", "RQXr1", "UQXu1"
+
+
+ARGS1: dict[str, Any] = {KEY1: VAL1, KEY2: INT1}  # the first probe call's arguments
+ARGS2: dict[str, Any] = {KEY1: VAL2}  # the second's
 
 
 def call_id(index: int) -> str:

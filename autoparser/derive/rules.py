@@ -50,8 +50,10 @@ __all__ = ["RULE_MODULES", "SNIPPET_CHARS", "Effect", "Evidence", "Rule", "clip"
 SNIPPET_CHARS = 160
 
 # the modules whose RULES tuples make up the registry (relative to autoparser.derive)
-RULE_MODULES: tuple[str, ...] = ("extract", "reasoning", "messages", "probes", "calls", "failures",
-                                 "structure", "confidence", "known", "settings")
+RULE_MODULES: tuple[str, ...] = ("extract", "reasoning", "messages", "probes", "tools.shapes", "tools.blocks",
+                                 "tools.layout", "tools.jsoncalls", "tools.pythonic", "tools.namejson",
+                                 "tools.tagged", "tools.pattern", "tools.search", "failures", "structure",
+                                 "confidence", "known", "settings")
 
 Effect = Literal["set", "cap", "note"]
 

@@ -1300,6 +1300,13 @@ _KINDS: dict[str, type[Body]] = {
 def make_body(spec: CodecSpec, stops: MarkerSet, schemas: Mapping[str, Mapping[str, Any]],
               known_only: bool = False, partial_values: bool = False,
               header_stops: tuple[str, ...] = (), streaming: bool = False) -> Body:
+    if spec.kind == "pattern":  # a format spelled out as data (engine/pattern.py)
+        from .pattern import PatternBody
+
+        pattern = PatternBody(spec, stops, schemas, known_only)
+        pattern.partial_values = partial_values
+        pattern.streaming = streaming
+        return pattern
     body = _KINDS[spec.kind](spec, stops, schemas, known_only)
     if isinstance(body, NameJsonBody) and header_stops:
         body.header = _Header(body.header.prefix + body.slot + body.header.suffix, body.slot, ends="{",

@@ -81,6 +81,8 @@ def _header_rx(c: CodecSpec) -> tuple[str, bool]:
 
 def _tool_field(p: Profile, t: ToolSpec, losses: list[str]) -> dict[str, Any]:
     c = t.codec
+    if c.kind == "pattern":
+        raise ExportError("calls written by the pattern codec have no response_template equivalent yet")
     if t.alt_codec is not None:
         losses.append(f"alternative call spelling ({t.alt_codec.kind} codec) is not expressible; "
                       "only the main one is parsed")

@@ -702,6 +702,8 @@ def _count(min_calls: int, max_calls: int | None) -> tuple[int, int | None]:
 def _check(profile: Profile) -> None:
     if profile.tools is None and profile.messages is None:
         raise GrammarError(f"profile {profile.name or '(derived)'} has no tool-call format to force")
+    if profile.tools is not None and profile.tools.codec.kind == "pattern":
+        raise GrammarError("the pattern codec has no grammar back-end yet (docs/profile.md)")
 
 
 def _tree(profile: Profile, tools: object, count: tuple[int, int | None]) -> Node:

@@ -1,0 +1,158 @@
+"""Recogniser: a header holding the name (and perhaps an id), then a JSON or relaxed object."""
+
+from __future__ import annotations
+
+import os
+import re
+
+from ...profile import CodecSpec, ToolSpec
+from ..extract import Findings
+from ..induce import SLOT, slotted
+from ..probes import KEY1, NAME1, NAME2, VAL1, call_id
+from ..rules import Rule
+from .jsoncalls import balanced_end, json_at
+from .layout import markers, tool_spec
+
+__all__ = ["RULES", "read_name_json"]
+
+_WS = " \t\r\n"
+
+
+TWO_CALL_CLOSE = Rule("tools.section_close_from_two_calls", "tools.markers",
+                      "a close only the two-call render writes after the last call is the section close")
+
+NAME_JSON = Rule("tools.codec_name_json", "tools.codec", "a name then a JSON (or relaxed) object is a call")
+
+ID_BEFORE_NAME = Rule("tools.id_before_name", "tools.ids", "an id slot before the name starts the call's header")
+
+NUMBERED_IDS = Rule("tools.numbered_ids", "tools.ids",
+                    "text after the name that differs between calls only by their number is an id holding the name")
+RULES = (TWO_CALL_CLOSE, NAME_JSON, ID_BEFORE_NAME, NUMBERED_IDS)
+
+
+def read_name_json(b1: str, b2: str | None, f: Findings) -> ToolSpec | None:
+    # the caller's ids are slots wherever the template writes them (after the name, or before it)
+    b1 = slotted(b1, {"call_id": call_id(1)})
+    b2 = slotted(slotted(b2, {"call_id": call_id(1)}), {"call_id": call_id(2)}) if b2 is not None else None
+    n = b1.find(NAME1)
+    k = _brace(b1, n)
+    if k < 0:
+        return None
+    got = json_at(b1, k)
+    relaxed: tuple[tuple[str, str], ...] = ()
+    if got is None or not isinstance(got[0], dict) or got[0].get(KEY1) != VAL1:
+        relaxed_found = _relaxed_delims(b1, k)
+        if relaxed_found is None:
+            return None
+        relaxed, end = relaxed_found
+    else:
+        end = got[1]
+    between = b1[n + len(NAME1):k]
+    if len(between) > 80 or KEY1 in between:
+        return None
+    a = b1[:n]
+    z = b1[end:]
+    m = None
+    if b2 is not None and NAME2 in b2:
+        n2 = b2.find(NAME2)
+        e1 = _args_end(b2, NAME1, relaxed)
+        if e1 > 0:
+            m = b2[e1:n2]
+    # a trailer such as a closing code fence belongs to the call, not to the markers
+    trailer = ""
+    fence = re.match(r"\s*(```)", z)
+    if fence:
+        trailer = "\n```"
+        z = z[fence.end():]
+        if m is not None:
+            mf = re.match(r"\s*(```)", m)
+            if mf:
+                m = m[mf.end():]
+    if b2 is not None and NAME2 in b2:
+        # the one-call render may lack the section close that the two-call render writes (a
+        # template bug in DeepSeek R1 distills); the model writes it, so take it from there
+        e2 = _args_end(b2, NAME2, relaxed)
+        z2 = b2[e2:] if e2 > 0 else ""
+        if trailer:
+            z2 = re.sub(r"^\s*```", "", z2)
+        if len(z2.strip(_WS)) > len(z.strip(_WS)) and z2.strip(_WS).startswith(z.strip(_WS)):
+            f.fire(TWO_CALL_CLOSE, snippet=z2,
+                   text=f"the one-call render ends without what the two-call render "
+                        f"writes after the last call ({z2.strip(_WS)!r}); taken as the section close")
+            z = z2
+    mk = markers(a, z, m, f, name_in_header=True)
+    lead = ""
+    for key in ("call_open", "section_open"):
+        if "{call_id}" in mk[key] and not lead:
+            # an id written before the name: from the id on, the marker is the call's header
+            cut = mk[key].index("{call_id}")
+            lead = mk[key][cut:]
+            mk = {**mk, key: mk[key][:cut].strip(_WS)}
+            f.fire(ID_BEFORE_NAME, snippet=lead,
+                   text=f"the caller's id is written before the name: header starts {lead!r}")
+    header = lead + mk["header_prefix"] + "{name}" + between
+    id_prefix = id_suffix = ""
+    if b2 is not None and NAME2 in b2:
+        n2 = b2.find(NAME2)
+        k2 = _brace(b2, n2)
+        between2 = b2[n2 + len(NAME2):k2]
+        if between2 != between:
+            # the text after the name differs between calls only by the call's number:
+            # NAME:0 / NAME:1 is an id the name is part of
+            cp = os.path.commonprefix([between, between2])
+            cs = os.path.commonprefix([between[::-1], between2[::-1]])[::-1]
+            d1, d2 = between[len(cp):len(between) - len(cs)], between2[len(cp):len(between2) - len(cs)]
+            if d1.isdigit() and d2.isdigit():
+                header = "{id}" + cs
+                id_prefix, id_suffix = mk["header_prefix"], re.escape(cp) + r"\d+"
+                f.fire(NUMBERED_IDS, snippet=f"{between} / {between2}",
+                       text=f"calls are numbered in the header ({d1!r}, {d2!r}): the id "
+                            f"{mk['header_prefix']}NAME{cp}N carries the name")
+    codec = CodecSpec(kind="name_json", header=header, trailer=trailer,
+                      flavor="relaxed" if relaxed else "json", string_delims=relaxed,
+                      id_name_prefix=id_prefix, id_name_suffix=id_suffix)
+    f.fire(NAME_JSON, conf=0.9, snippet=b1[n:end],
+           text=f"name then {'relaxed ' if relaxed else ''}JSON arguments: header {header!r}")
+    return tool_spec(mk, codec, f)
+
+
+def _args_end(s: str, name: str, relaxed: tuple[tuple[str, str], ...]) -> int:
+    """Index after the arguments object that follows ``name`` in ``s`` (JSON or relaxed), or -1."""
+    k = _brace(s, s.find(name))
+    return balanced_end(s, k) if not relaxed else _relaxed_end(s, k, relaxed)
+
+
+def _brace(s: str, start: int) -> int:
+    """The first '{' at or after ``start`` that opens a value, not a slot of the induced pattern."""
+    k = s.find("{", start)
+    while k >= 0 and SLOT.match(s, k):
+        k = s.find("{", k + 1)
+    return k
+
+
+def _relaxed_delims(s: str, k: int) -> tuple[tuple[tuple[str, str], ...], int] | None:
+    """Gemma-style ``{key:<delim>value<delim>}``: find the delimiters around the string value."""
+    m = re.match(r"\{\s*" + re.escape(KEY1) + r"\s*:", s[k:])
+    if m is None:
+        return None
+    v = s.find(VAL1, k + m.end())
+    if v < 0:
+        return None
+    d_open = s[k + m.end():v]
+    after = s[v + len(VAL1):]
+    cut = re.search(r"[,}]", after)
+    if cut is None or not d_open:
+        return None
+    d_close = after[:cut.start()]
+    if not d_close or d_open == '"':
+        return None
+    delims = ((d_open, d_close),)
+    end = _relaxed_end(s, k, delims)
+    if end < 0:
+        return None
+    return delims, end
+
+
+def _relaxed_end(s: str, k: int, delims: tuple[tuple[str, str], ...]) -> int:
+    """Index after a relaxed object whose strings are between ``delims`` (no escapes), or -1."""
+    return balanced_end(s, k, tuple((a, b, False) for a, b in delims))

@@ -1,0 +1,161 @@
+"""Which call turn shows the calls, and which reading of the renders wins.
+
+The call probes go through the shapes a template may need (dict or string arguments, content or
+None, ids or none, permissive semantics, reasoning, documents) until one renders a call. Then every
+recogniser (``jsoncalls``, ``pythonic``, ``namejson``, ``tagged``, ``pattern``) proposes its
+reading of the aligned renders, and ``search`` lets the template choose: random call turns rendered
+and parsed back with each proposal; the one that reproduces the most wins, the simplest among equals.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from ...profile import ToolSpec
+from ..extract import Findings, find_content
+from ..probes import ARGS1, ARGS2, NAME1, NAME2, VAL1, CallShape, Prober, call, tools_for
+from ..reasoning import find_reasoning
+from ..rules import Rule
+from .blocks import after_reasoning, call_block, empty_content_wrapper
+from .proposals import propose
+from .search import choose
+
+__all__ = ["RULES", "find_tools"]
+
+_WS = " \t\r\n"
+
+
+# -- the rules: what each reading of the call renders may conclude, and why --------------------
+# which shape renders the calls (probes.py names how a shape departs from the plain one)
+FLAT_LIST = Rule("tools.flat_list", "tools.list",
+                 "a template that reads a flat tool list (name, description, parameters) is probed with one")
+
+NAMELESS = Rule("tools.nameless", "tools",
+                "arguments that render without the name leave how the model names a function unknown")
+
+UNEXPLAINED = Rule("tools.unexplained", "tools", "calls that render but that no codec reads are not derived")
+
+NO_CALLS = Rule("tools.none", "tools", "no call render shows the call: the template renders no tool calls")
+
+PY_DICT = Rule("tools.python_dict_arguments", "tools",
+               "arguments printed as a Python dict are an artefact of the call: another shape shows the format")
+
+SHAPE_UNREAD = Rule("tools.shape_unread", "tools",
+                    "a call shape whose render no codec reads is skipped for the next shape")
+
+ID_FOR_NAME = Rule("tools.id_for_name", "tools.codec",
+                   "with ids equal to the names, where the name shows the template wrote the id: an id slot")
+RULES = (FLAT_LIST, NAMELESS, UNEXPLAINED, NO_CALLS, PY_DICT, SHAPE_UNREAD, ID_FOR_NAME)
+
+
+def find_tools(pr: Prober, f: Findings) -> None:
+    tools = tools_for()
+    plain = [CallShape("dict arguments", False, ""), CallShape("string arguments", True, ""),
+             CallShape("dict arguments, no content", False, None),
+             CallShape("string arguments, no content", True, None)]
+    # transformers' semantics first; then calls without ids (a caller's id may replace the name);
+    # then the laxer semantics of other engines (content None kept, mutable lists); then a call
+    # turn that carries reasoning (some templates read it unguarded on every tool-call turn); last,
+    # with retrieval documents (some templates write tool calls only on their RAG branch)
+    attempts = plain + [replace(a, ids=False) for a in plain]
+    attempts += [replace(a, permissive=True) for a in attempts]
+    attempts += [replace(a, reasoned=True) for a in attempts]
+    if pr.renderer.reads("documents"):
+        attempts += [replace(a, documents=True) for a in attempts]
+    if not pr.renderer.reads("tool_calls"):
+        attempts = plain  # it never reads a call: other shapes cannot show one
+    found = _first_rendering(pr, f, attempts, tools)
+    if pr.flat_tools:
+        f.fire(FLAT_LIST,
+               text="the template reads a flat tool list (name, description, parameters), "
+                    "not OpenAI's {type, function}; the probes passed it that way")
+    if not found and any(p.span and VAL1 in p.span and NAME1 not in p.span for p in f.probes):
+        # the arguments render but the name never does: the template may write the caller's id in
+        # its place; calls whose ids are their names show where that slot is
+        shown = {p.label for p in f.probes if p.span and VAL1 in p.span}
+        again = [replace(a, id_is_name=True) for a in attempts if a.ids and f"1 call ({a.label})" in shown]
+        found = _first_rendering(pr, f, again[:2], tools)
+    if not found:
+        pr.permissive = False
+        errs = [p.error for p in f.probes if p.error and "call" in p.label]
+        rendered = any(p.span and NAME1 in p.span for p in f.probes)
+        args_only = any(p.span and VAL1 in p.span and NAME1 not in p.span for p in f.probes)
+        if args_only and f.reasoning is None:
+            find_reasoning(pr, f, tools, call_turn=CallShape().message([call(NAME1, ARGS1, 1)]))
+        if args_only:
+            # the call slot holds the caller's id (or nothing), never the name
+            f.fire(NAMELESS, conf=0.4, snippet=next(p.span for p in f.probes if p.span and VAL1 in p.span),
+                   text="the template writes tool calls without their function names (the caller's "
+                        "call id, if any, stands where a name would be); how the model names the function "
+                        "is not in the template, so no call format is derived")
+        elif rendered:
+            f.fire(UNEXPLAINED, conf=0.3, snippet=next(p.span for p in f.probes if p.span and NAME1 in p.span),
+                   text="tool calls render, but no codec explains them")
+        else:
+            # a call render that succeeded without showing the call: the template ignores tool calls
+            ignored = any(p.span is not None and "call" in p.label for p in f.probes)
+            f.fire(NO_CALLS, conf=0.9 if ignored or not errs else 0.6, snippet=errs[0] if errs else "",
+                   text="the template renders no tool calls"
+                        + (" (it renders assistant turns with tool_calls, leaving the calls out)" if ignored
+                           else f" (renders failed: {errs[0]})" if errs else ""))
+
+
+def _first_rendering(pr: Prober, f: Findings, attempts: list[CallShape], tools: list[dict[str, Any]]) -> bool:
+    """Try the call shapes in order; the first whose renders a codec explains sets ``f.tools``."""
+    for a in attempts:
+        pr.permissive = a.permissive
+        kw = a.context()
+        p1 = pr.turn(f"1 call ({a.label})", a.message([a.call(NAME1, ARGS1, 1)]), tools=tools, **kw)
+        f.probes.append(p1)
+        if p1.span is None or NAME1 not in p1.span or (VAL1 not in p1.span):
+            continue
+        if repr(ARGS1)[1:-1] in p1.span:
+            # arguments printed as a Python dict (str() of a mapping): an artefact of how the template
+            # was called, not the model's format; the string-arguments shape shows the real one
+            f.fire(PY_DICT, snippet=p1.span, text=f"with {a.label} the template prints the arguments as a Python dict")
+            continue
+        p2 = pr.turn(f"2 calls ({a.label})", a.message([a.call(NAME1, ARGS1, 1), a.call(NAME2, ARGS2, 2)]),
+                     tools=tools, **kw)
+        f.probes.append(p2)
+        b1 = call_block(after_reasoning(p1.span, f), f)
+        b2 = call_block(after_reasoning(p2.span, f), f) if p2.span and NAME2 in p2.span else None
+        wrap = empty_content_wrapper(pr, f, a, b1, tools, kw)
+        if wrap:
+            b1, b2 = b1.lstrip(_WS)[len(wrap):], b2.lstrip(_WS)[len(wrap):] if b2 is not None else None
+        proposals = propose(b1, b2, f)
+        if a.id_is_name:
+            proposals = [replace(pp, spec=spec) for pp in proposals
+                         if (spec := _id_for_name(pp.spec, pp.findings)) is not None]
+        if not proposals:
+            # e.g. dict arguments printed as a Python repr: another shape may render cleanly
+            f.fire(SHAPE_UNREAD, snippet=b1,
+                   text=f"with {a.label} calls render as {b1[:80]!r}, which no codec explains")
+            continue
+        won = choose(pr, f, a, proposals, b1)
+        f.adopt(won.findings)
+        spec = won.spec
+        f.tools = spec
+        f.call_shape = a
+        if a.documents:
+            # (the render.* rules of probes.py record how the shape departs from the plain one)
+            # that branch is the model's tool-use mode: its plain answers may be wrapped differently
+            find_content(pr, f, tools, **kw)
+        if f.reasoning is None:
+            find_reasoning(pr, f, tools, call_turn=replace(a, reasoned=False).message([a.call(NAME1, ARGS1, 1)]),
+                           context=kw)
+        return True
+    return False
+
+
+def _id_for_name(spec: ToolSpec, f: Findings) -> ToolSpec | None:
+    """The renders came from calls whose ids were their names: where the name showed, the template
+    wrote the id. The header's name slot is an id slot (the name is read from the id)."""
+    c = spec.codec
+    if c.kind != "name_json" or "{name}" not in c.header:
+        return None
+    f.fire(ID_FOR_NAME, conf=0.7, snippet=c.header,
+           text="the template writes the caller's call id where other templates write the "
+                f"name (header {c.header.replace('{name}', '{id}')!r}); the model's id names the function, by a "
+                "convention the template does not show")
+    return replace(spec, codec=replace(c, header=c.header.replace("{name}", "{id}")))
