@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ..errors import TemplateError
 from ..profile import ReasoningSpec
 from .extract import Findings
 from .markup import (
@@ -19,6 +20,7 @@ from .markup import (
 from .probes import (
     CONTENT,
     REASONING,
+    USER,
     Probe,
     Prober,
     after_user,
@@ -41,6 +43,8 @@ PROMPT_DIFF = Rule("reasoning.prompt_diff", "reasoning",
                    "a template that drops reasoning from history shows its markers in what thinking on/off changes")
 PROMPT_TAIL = Rule("reasoning.prompt_tail_guess", "reasoning",
                    "a prompt ending in an open tag no history render shows opens a block: assume its closing form")
+HISTORY_CUT = Rule("reasoning.history_cut", "reasoning",
+                   "a template that drops what precedes the guessed close from a reply in history knows that block")
 NONE = Rule("reasoning.none", "reasoning", "no render and no prompt switch shows a reasoning block")
 PREFILLED = Rule("reasoning.prefilled", "reasoning.start",
                  "the default generation prompt ends with the open marker: output starts inside the block")
@@ -52,7 +56,7 @@ LABELLED = Rule("reasoning.labelled_open", "reasoning.open",
 PHRASE = Rule("reasoning.bracketed_phrase", "reasoning.close",
               "words inside one pair of brackets ([BEGIN FINAL RESPONSE]) are one marker: spaces do not split it")
 RULES = (PHRASE, BLOCK, CALL_TURN, OPEN_FROM_PROMPT, WRAPPER_AFTER, WRAPPER_GLUED, SWITCH, PROMPT_DIFF,
-         PROMPT_TAIL, NONE, PREFILLED, LABELLED)
+         PROMPT_TAIL, HISTORY_CUT, NONE, PREFILLED, LABELLED)
 
 _WS = " \t\r\n"
 
@@ -185,6 +189,11 @@ def find_reasoning(pr: Prober, f: Findings, tools: list[dict[str, Any]] | None,
                        f"assumed its closing form {guess!r} (not confirmed by any render)")
                 how_rule, how_snippet = PROMPT_TAIL, dflt[-80:]
                 f.fire(PROMPT_TAIL, conf=0.55, snippet=how_snippet, text=how)
+                cut = _history_cut(pr, tools, guess)
+                if cut is not None:
+                    f.fire(HISTORY_CUT, conf=0.85, snippet=cut,
+                           text=f"a reply holding {guess!r} goes back into history without what precedes it: "
+                                "the template knows the block (the guess is confirmed)")
     if not close_m:
         f.fire(NONE, conf=0.85, snippet=(span_probe.span if span_probe else None),
                text="no render shows a reasoning block")
@@ -210,6 +219,19 @@ def find_reasoning(pr: Prober, f: Findings, tools: list[dict[str, Any]] | None,
     if "reasoning" not in f.confidence:
         f.fire(how_rule, conf=0.95 if span_probe is not None else prompt_conf, snippet=how_snippet,
                text=f"open {open_m!r}, close {close_m!r}, start {start}; {how}")
+
+def _history_cut(pr: Prober, tools: list[dict[str, Any]] | None, close: str) -> str | None:
+    """The render of a conversation whose earlier reply holds ``close``, when the template wrote that
+    reply without what precedes ``close`` (a template that knows the block cuts it out of history),
+    else None."""
+    reply = {"role": "assistant", "content": f"{REASONING}{close}{CONTENT}"}
+    try:
+        text = pr.render([{"role": "user", "content": USER}, reply, {"role": "user", "content": USER}],
+                         tools=tools, agp=False)
+    except TemplateError:
+        return None
+    return text[text.find(USER):] if CONTENT in text and REASONING not in text else None
+
 
 def _bracketed_phrase(text: str) -> str:
     """The bracketed run ``text`` starts with when it holds spaces but no line break
