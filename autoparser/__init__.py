@@ -61,6 +61,10 @@ def __getattr__(name: str) -> Any:
         except ModuleNotFoundError as e:  # template analysis is not installed in this build
             raise AttributeError(f"autoparser.{name} is not available: {e}") from None
         return getattr(derive, name)
+    if name == "resolve":
+        from .export.resolve import resolve
+
+        return resolve
     if name == "openai":
         # ``from . import openai`` would look the name up on this package first and re-enter this
         # function; importing by full name binds the submodule as an attribute without that.

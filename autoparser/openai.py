@@ -5,7 +5,9 @@ Two views of the same parse must agree, because clients mix them: a server strea
 message. :func:`message_from_result` builds the message from a :class:`~autoparser.result.Result`;
 :class:`ChunkStream` turns the engine's events into chunks; :func:`accumulate` folds chunks back
 into a message the way an OpenAI client does, so ``accumulate(chunk_stream(events))`` can be
-compared with ``message_from_result(result)``.
+compared with ``message_from_result(result)``. The other direction, :func:`history_message`, turns a
+parsed result or a client's assistant message into the message the model's own template renders
+back exactly as the model wrote it (the return trip; ``Profile.history``).
 
 Conventions chosen here (OpenAI's own behaviour where it has one):
 
@@ -45,6 +47,7 @@ from autoparser.events import (
     ToolCallEnd,
     ToolCallStart,
 )
+from autoparser.history import history_message
 from autoparser.result import Result
 
 __all__ = [
@@ -54,6 +57,7 @@ __all__ = [
     "chunk_stream",
     "completion_from_result",
     "finish_reason",
+    "history_message",
     "message_from_result",
     "sse",
     "sse_done",

@@ -30,6 +30,7 @@ __all__ = [
     "PROFILE_VERSION",
     "BuiltinUse",
     "CodecSpec",
+    "HistorySpec",
     "MessagesSpec",
     "PatternSpec",
     "Profile",
@@ -220,7 +221,7 @@ class BuiltinUse:
     """What the matched builtin dialect gave a derived profile (``analyze(..., known=True)``).
 
     The renders decide. A builtin field is ``taken`` where it agrees with them (the builtin then
-    contributes what no template shows: recovery rules, other spellings, runtime names), ``added``
+    contributes what no template shows: recovery rules, other spellings), ``added``
     where the renders show nothing of it (builtin-only: parsed if the model writes it, though
     nothing in the template says it does), and ``declined`` where the renders show something else
     (the derived value stands; the reason says what the renders show).
@@ -230,6 +231,32 @@ class BuiltinUse:
     taken: tuple[str, ...] = ()
     added: tuple[str, ...] = ()
     declined: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class HistorySpec:
+    """How the template wants an assistant message back in the history (the return trip).
+
+    A loader that feeds a parsed answer back into the next prompt must give it the shape the
+    template reads, or the next render differs from what the model wrote. Every field is read
+    from renders (``autoparser.derive.history``). ``arguments``: ``object`` when the template
+    writes a call faithfully only from a mapping, ``string`` only from a JSON string, ``either``
+    when both render the same text, ``None`` when the template writes no calls.
+    ``reasoning_field``: the message key the template renders reasoning from
+    (``reasoning_content``, ``thinking``, ``reasoning``, ``thought``, ``tool_plan``), or ``None``
+    when it renders none of them. ``reasoning_in_history``: which past turns keep it (``all``,
+    ``last_turn``: only turns after the last user message, ``never``). ``empty_content``: what a
+    call turn without text must carry (``""`` or ``None``: some templates render calls only for
+    ``None``). ``call_ids``: false when the template writes a caller's id where the model writes
+    the function name, so calls go back without ids unless the id carries the name (the model's
+    own ``functions.NAME:0``).
+    """
+
+    arguments: Literal["object", "string", "either"] | None = None
+    reasoning_field: str | None = None
+    reasoning_in_history: Literal["all", "last_turn", "never"] = "never"
+    empty_content: Literal["empty", "none"] = "empty"
+    call_ids: bool = True
 
 
 @dataclass(frozen=True)
@@ -246,7 +273,6 @@ class Profile:
     strip: tuple[str, ...] = ()
     tools: ToolSpec | None = None
     messages: MessagesSpec | None = None
-    runtime_names: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     confidence: float = 1.0
     field_confidence: Mapping[str, float] = field(default_factory=dict)
     evidence: tuple[str, ...] = ()
@@ -258,6 +284,9 @@ class Profile:
     prompt_settings: tuple[PromptSetting, ...] = ()
     #: with ``known=True``, what the matched builtin dialect contributed (provenance, not wire format)
     builtin: BuiltinUse | None = None
+    #: how an assistant message goes back into the template (derived from renders; ``None`` when
+    #: the profile did not come from a template): not part of ``wire_format()``
+    history: HistorySpec | None = None
 
     # -- behaviour --------------------------------------------------------------------------
     def parser(
@@ -309,8 +338,8 @@ class Profile:
     def wire_format(self) -> dict[str, Any]:
         """The fields that decide how text is parsed (no names, evidence or confidence)."""
         d = self.to_dict()
-        for k in ("name", "version", "description", "families", "runtime_names", "confidence",
-                  "field_confidence", "evidence", "special_markers", "prompt_settings", "builtin"):
+        for k in ("name", "version", "description", "families", "confidence", "field_confidence", "evidence",
+                  "special_markers", "history", "prompt_settings", "builtin"):
             d.pop(k, None)
         return d
 
@@ -332,6 +361,9 @@ class Profile:
         if version != PROFILE_VERSION:
             raise ProfileError("version", f"unsupported profile version {version!r} "
                                           f"(this autoparser reads version {PROFILE_VERSION})")
+        # other runtimes' parser names are no longer a profile field: autoparser.resolve reads the
+        # hosts' own tables (autoparser/export/hosts); files written before keep loading
+        data = {k: v for k, v in data.items() if k != "runtime_names"}
         prof = _from_jsonable(cls, data, "")
         assert isinstance(prof, Profile)
         _check_semantics(prof)

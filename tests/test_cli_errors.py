@@ -142,9 +142,22 @@ CASES: dict[str, list[Case]] = {
         Case(("verify", "--dialect", "no-such-dialect"), 2, "no-such-dialect"),
         Case(("verify", "--bogus"), 2, "--bogus"),
     ],
+    "resolve": [
+        Case(("resolve", "{template.jinja}"), 2, "--for"),
+        Case(("resolve", "--for", "tgi", "{template.jinja}"), 2, "--for"),
+        Case(("resolve", "--for", "vllm", "{missing}"), 2, "{missing}"),
+        Case(("resolve", "--for", "vllm", "{binary.jinja}"), 2, "{binary.jinja}"),
+        Case(("resolve", "--for", "vllm", "{empty.jinja}"), 2, "{empty.jinja}"),
+        Case(("resolve", "--for", "vllm", "{invalid.json}"), 2, "{invalid.json}"),
+    ],
     "demo": [
         Case(("demo", "--bogus"), 2, "--bogus"),
         Case(("demo", "extra"), 2, "extra"),
+    ],
+    "serve": [
+        Case(("serve", "--bogus"), 2, "--bogus"),
+        Case(("serve", "--port", "eighty"), 2, "--port"),
+        Case(("serve", "--reasoning-field", "thoughts"), 2, "--reasoning-field"),
     ],
 }
 
@@ -153,6 +166,14 @@ if _HAVE_OPENVINO:  # a path that exists but is not a model: found before OpenVI
     CASES["verify"] += [Case(("verify", "{notes.txt}"), 2, "{notes.txt}"),
                         Case(("verify", "{junk.gguf}"), 2, "{junk.gguf}"),
                         Case(("verify", "{emptydir}"), 2, "{emptydir}")]
+_HAVE_SERVE = all(__import__("importlib.util").util.find_spec(m) is not None for m in ("starlette", "uvicorn"))
+if _HAVE_SERVE:  # the serve extra is there, so the model path and the profile are what is wrong
+    CASES["serve"] += [Case(("serve", "{missing}"), 2, "{missing}"),
+                       Case(("serve", "--profile", "no-such-dialect"), 2, "no-such-dialect")]
+if _HAVE_SERVE and _HAVE_OPENVINO:
+    CASES["serve"] += [Case(("serve", "{notes.txt}"), 2, "{notes.txt}"),
+                       Case(("serve", "{junk.gguf}"), 2, "{junk.gguf}"),
+                       Case(("serve", "{emptydir}"), 2, "{emptydir}")]
 
 
 def _fill(text: str, files: dict[str, str]) -> str:

@@ -20,7 +20,7 @@ import autoparser
 from autoparser.derive import Analysis, analyze_detailed
 from autoparser.derive.cli import main_analyze, main_scan
 from autoparser.errors import TemplateError
-from autoparser.export import emit, runtime_parsers
+from autoparser.export import emit
 from autoparser.profile import BuiltinUse, Profile, PromptSetting
 
 DIR = Path(__file__).resolve().parents[1] / "fixtures" / "templates"
@@ -64,7 +64,6 @@ def test_a_prompt_that_opens_reasoning_keeps_it_open_on_the_default_path() -> No
     assert {"tools", "reasoning"} <= set(b.taken) and not b.added
     assert set(b.declined) == {"reasoning.start", "reasoning.switchable"}
     assert prof.tools == autoparser.get_profile("hermes").tools  # recovery rules came with the format
-    assert prof.runtime_names["vllm"] == {"tool": "hermes", "reasoning": "qwen3"}
     rules = {e.rule for e in an.evidence}
     assert {"known.taken", "known.prompt_kept", "known.names"} <= rules
 
@@ -80,11 +79,10 @@ def test_reasoning_no_render_shows_is_builtin_only() -> None:
     for raw in ("Hello there.<|im_end|>",
                 '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo"}}\n</tool_call><|im_end|>'):
         assert _summary(autoparser.parse(raw, prof)) == _summary(autoparser.parse(raw, an.derived))
-    assert "reasoning" not in prof.runtime_names["vllm"]
-    # no server reasoning parser for it, and the emit says why
-    vllm = runtime_parsers(prof, "vllm")
-    assert vllm.reasoning is None and vllm.equivalent and "--reasoning-parser" not in vllm.flags()
-    assert any("reasoning" in n for n in vllm.notes)
+    # no host reasoning parser for it
+    vllm = autoparser.resolve(prof, "vllm")
+    assert vllm.reasoning is None and "--reasoning-parser" not in vllm.flags
+    assert vllm.tools is not None and vllm.tools.parser == "hermes"
     assert "reasoning" not in json.loads(emit(prof, "openvino"))
 
 
@@ -98,7 +96,8 @@ def test_a_builtin_that_misreads_the_renders_is_declined() -> None:
     raw = ('<reflect>Need it.</reflect>\n<tool_call>\n[{"type": "function", "function": {"name": "get_weather", '
            '"arguments": {"city": "Oslo"}}}]\n</tool_call><|im_end|>')
     assert _summary(autoparser.parse(raw, prof)) == ("Need it.", "", [("get_weather", {"city": "Oslo"})])
-    assert prof.runtime_names == {"vllm": {}, "sglang": {}}  # hermes' server parsers would misread it
+    res = autoparser.resolve(prof, "vllm")  # hermes' server parser would misread the calls
+    assert res.tools is not None and res.tools.parser != "hermes"
     assert {e.rule for e in an.evidence} >= {"known.declined", "known.markers_differ"}
 
 

@@ -47,9 +47,9 @@ def test_hint_breaks_a_tie_with_known_true() -> None:
     assert hinted.name == "ernie"
     assert not _note(plain)
     assert len(_note(hinted)) == 1 and ERNIE_ID in _note(hinted)[0]
-    # the builtin rules now come from the hinted dialect (its end-of-turn tokens, runtime names)
+    # the builtin rules now come from the hinted dialect (its end-of-turn tokens, recovery rules)
     assert set(autoparser.get_profile("ernie").strip) <= set(hinted.strip)
-    assert hinted.runtime_names == autoparser.get_profile("ernie").runtime_names
+    assert hinted.tools == autoparser.get_profile("ernie").tools
     assert hinted.confidence == plain.confidence
 
 

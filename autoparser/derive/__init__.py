@@ -20,6 +20,7 @@ from ..profile import BuiltinUse, Profile
 from .confidence import combine
 from .extract import Findings, find_content
 from .failures import check_renders, check_said
+from .history import find_history
 from .known import with_builtin
 from .match import name_profile
 from .messages import find_messages
@@ -114,6 +115,7 @@ def analyze_detailed(chat_template: str, bos_token: str | None = None, eos_token
     structural_checks(prof, f, special_tokens)
     check = self_check(pr, prof, n=check_messages, shape=f.call_shape)
     check_renders(pr, f)  # no assistant turn rendered at all: TemplateError, not a profile
+    history = find_history(pr, prof, f.call_shape)  # the return trip, from renders (kept below)
     if messages is not None:  # the headers replace the reasoning and call findings
         for k in ("reasoning", "tools", "tools.codec", "tools.markers"):
             f.confidence.pop(k, None)
@@ -133,7 +135,7 @@ def analyze_detailed(chat_template: str, bos_token: str | None = None, eos_token
         f.line(f"self-check: {check.passed}/{check.rendered} random assistant messages parsed back exactly")
     for fail in check.failures[:3]:
         f.line(f"self-check failure: {fail}")
-    prof = replace(prof, name=name, confidence=conf)
+    prof = replace(prof, name=name, confidence=conf, history=history)
     derived = replace(prof, field_confidence=dict(f.confidence), evidence=tuple(f.evidence))
     override = _override_for(chat_template) if known else None
     if override is not None:
@@ -186,7 +188,7 @@ def _from_override(prof: Profile, o: dict[str, Any]) -> Profile:
         reasoning = replace(reasoning, start=dr.start, switchable=dr.switchable)
     return replace(b, name=o["dialect"], confidence=max(prof.confidence, 0.9),
                    field_confidence=prof.field_confidence, reasoning=reasoning,
-                   prompt_settings=prof.prompt_settings if reasoning is not None else (),
+                   prompt_settings=prof.prompt_settings if reasoning is not None else (), history=prof.history,
                    builtin=BuiltinUse(o["dialect"], taken=tuple(k for k, v in parts if v), declined=declined),
                    evidence=(*prof.evidence, f"override for template {o['template']!r} "
                              f"(sha256 {o['sha256'][:12]}...): dialect {o['dialect']!r} because {o['reason']}"))

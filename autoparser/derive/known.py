@@ -10,14 +10,14 @@ Rules of this module:
   back every self-check message the profile without it parsed back (:func:`selfcheck.replay`: the
   same renders, none new), and what the renders read directly (where the generation prompt leaves
   the output: ``reasoning.start``; whether a variable switches it) is compared as a value.
-* What no render can show is *added* and marked: recovery rules, alternative spellings and the
-  names other runtimes use come with a part that agrees; reasoning markers of a template that never
-  writes reasoning are added as builtin-only (they parse a block if the model writes one, start
-  ``explicit``, and no export configures a reasoning parser for them).
+* What no render can show is *added* and marked: recovery rules and alternative spellings come
+  with a part that agrees; reasoning markers of a template that never writes reasoning are added
+  as builtin-only (they parse a block if the model writes one, start ``explicit``, and no export
+  configures a reasoning parser for them).
 
 Theory of operation: the parts are decided one after the other, tools, reasoning, then the
 end-of-turn and wrapper tokens, each candidate built on what was accepted before and judged by
-the replay; then the names. Every decision fires one of the rules below, so ``--explain`` lists it.
+the replay; then the name. Every decision fires one of the rules below, so ``--explain`` lists it.
 """
 
 from __future__ import annotations
@@ -45,8 +45,8 @@ PROMPT_KEPT = Rule("known.prompt_kept", "reasoning.start",
                    "where the generation prompt leaves the output is read from the prompt itself: the builtin's "
                    "value does not replace it")
 NAMES = Rule("known.names", "name",
-             "the names other runtimes use apply to the parts taken from the builtin, not to declined or "
-             "builtin-only ones")
+             "a derived profile whose wire format matches a builtin dialect carries its name, description and "
+             "families; hosts' parsers are bound per part by the resolver, from what was taken")
 RULES = (TAKEN, DECLINED, MARKERS_DIFFER, REASONING_ADDED, PROMPT_KEPT, NAMES)
 
 
@@ -87,12 +87,10 @@ def with_builtin(prof: Profile, name: str, check: CheckResult, f: Findings) -> P
     _tools(m, b)
     _reasoning(m, b)
     _tokens(m, b)
-    names = _runtime_names(m, b)
-    f.fire(NAMES, snippet=name, text=f"named {name!r}; runtime names kept for "
-                                    f"{', '.join(sorted({k for v in names.values() for k in v})) or 'no part'}")
+    f.fire(NAMES, snippet=name, text=f"named {name!r} (its description and families); the parts taken: "
+                                    f"{', '.join(m.taken) or 'none'}")
     use = BuiltinUse(dialect=name, taken=tuple(m.taken), added=tuple(m.added), declined=dict(m.declined))
-    return replace(m.profile, name=name, description=b.description, families=b.families, runtime_names=names,
-                   builtin=use)
+    return replace(m.profile, name=name, description=b.description, families=b.families, builtin=use)
 
 
 def _messages(m: _Merge, b: Profile) -> None:
@@ -181,15 +179,6 @@ def _tokens(m: _Merge, b: Profile) -> None:
     m.profile = cand
     m.taken.append("strip")
     m.f.fire(TAKEN, fieldname="strip", text=f"added {' '.join(extra)} from the builtin")
-
-
-def _runtime_names(m: _Merge, b: Profile) -> dict[str, dict[str, str]]:
-    """The builtin's runtime names for the parts the renders agree with (a server's reasoning parser
-    for a template that never reasons would be a claim the renders do not make)."""
-    routed = "messages" in m.taken  # header-routed messages carry both calls and reasoning
-    keep = {"tool": "tools" in m.taken or routed, "reasoning": "reasoning" in m.taken or routed}
-    return {rt: {part: v for part, v in names.items() if keep.get(part, True)}
-            for rt, names in b.runtime_names.items()}
 
 
 def _decline(m: _Merge, part: str, text: str, snippet: str = "", rule: Rule = DECLINED) -> None:

@@ -16,27 +16,38 @@ from ..profile import Profile
 from .errors import ExportError
 from .grammar import GrammarExport, build_grammar, normalize_tools
 from .openvino import openvino_fragment, openvino_parsers, validate_openvino_profile
+from .resolve import Binding, Resolution, resolve_profile
 from .response_template import ResponseTemplateExport, response_template
-from .runtimes import RuntimeParsers, runtime_parsers
 
 __all__ = [
     "FORMATS",
+    "Binding",
     "ExportError",
     "GrammarExport",
+    "Resolution",
     "ResponseTemplateExport",
-    "RuntimeParsers",
     "build_grammar",
     "emit",
     "normalize_tools",
     "openvino_fragment",
     "openvino_parsers",
+    "render_resolution",
+    "resolve_profile",
     "response_template",
-    "runtime_parsers",
     "validate_openvino_profile",
 ]
 
 FORMATS: tuple[str, ...] = ("openvino", "vllm", "sglang", "response-template", "ebnf", "gbnf",
                             "structural-tag", "openvino-grammar", "json")
+
+
+def render_resolution(res: Resolution) -> str:
+    """What ``--emit vllm|sglang`` prints: the launch command, then one comment per refused part."""
+    lines = [str(res.settings.get("command", ""))]
+    for b in (res.tools, res.reasoning):
+        if b is not None and b.parser is None:
+            lines.append(f"# {b.reason}")
+    return "\n".join(lines) + "\n"
 
 
 def emit(profile: Profile, fmt: str, tools: object = None) -> str:
@@ -48,7 +59,7 @@ def emit(profile: Profile, fmt: str, tools: object = None) -> str:
     if fmt == "openvino":
         return json.dumps(openvino_fragment(profile), ensure_ascii=False, indent=2) + "\n"
     if fmt in ("vllm", "sglang"):
-        return runtime_parsers(profile, fmt).render()
+        return render_resolution(resolve_profile(profile, fmt))
     if fmt == "response-template":
         return json.dumps(response_template(profile).tokenizer_config(), ensure_ascii=False, indent=2) + "\n"
     if fmt in ("ebnf", "gbnf", "structural-tag"):

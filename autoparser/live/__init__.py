@@ -17,9 +17,13 @@ Typical use::
     run.result.tool_calls
 
 ``autoparse verify`` (:mod:`autoparser.live.verify`) checks a profile against live output.
+``GenAIParser`` / ``GenAIIncrementalParser`` put autoparser's parser into GenAI's own parser API
+(``GenerationConfig.parsers``, ``TextParserStreamer``): :mod:`autoparser.live.genai_parsers`.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from autoparser.live._base import INSTALL_HINT, LiveError, ModelPathError, require_openvino
 from autoparser.live.grammar import GrammarError, example_calls, grammar_for, reasoning_spec, structured_output_for
@@ -44,6 +48,8 @@ from autoparser.live.structured import build_structured_output
 __all__ = [
     "DEFAULT_MAX_NEW_TOKENS",
     "INSTALL_HINT",
+    "GenAIIncrementalParser",
+    "GenAIParser",
     "GrammarError",
     "LiveError",
     "LivePipeline",
@@ -67,3 +73,13 @@ __all__ = [
     "structured_output_for",
     "with_end_markers",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """``GenAIParser`` / ``GenAIIncrementalParser`` subclass GenAI's own classes: made on first use."""
+    if name in ("GenAIParser", "GenAIIncrementalParser"):
+        from autoparser.live.genai_parsers import genai_parser_classes
+
+        whole, incremental = genai_parser_classes()
+        return whole if name == "GenAIParser" else incremental
+    raise AttributeError(f"module 'autoparser.live' has no attribute {name!r}")

@@ -50,6 +50,7 @@ __all__ = [
     "LiveStream",
     "ParsingStreamer",
     "generate",
+    "piece_streamer",
     "stream",
 ]
 
@@ -157,8 +158,9 @@ def _token_streamer_class(ov: Any) -> type:
             def write(self, token: Any) -> Any:
                 status = ov.StreamingStatus.RUNNING
                 for text, special in self._decoder.feed([token] if isinstance(token, int) else list(token)):
-                    if self._on_piece(text, special) == ov.StreamingStatus.STOP:
-                        status = ov.StreamingStatus.STOP
+                    answer = self._on_piece(text, special)
+                    if answer in (ov.StreamingStatus.STOP, ov.StreamingStatus.CANCEL):
+                        status = answer
                 return status
 
             def end(self) -> None:
@@ -169,8 +171,10 @@ def _token_streamer_class(ov: Any) -> type:
     return cls
 
 
-def _genai_streamer(ov: Any, tokenizer: Any, decoder: TokenDecoder | None, on_piece: OnPiece) -> Any:
-    """GenAI's streamer for ``on_piece``: ids decoded here (token mode), or its ``TextStreamer``."""
+def piece_streamer(ov: Any, tokenizer: Any, decoder: TokenDecoder | None, on_piece: OnPiece) -> Any:
+    """GenAI's streamer for ``on_piece(text, special)``: ids decoded here (token mode, with a
+    ``decoder``), or its ``TextStreamer``. ``on_piece`` returns a ``StreamingStatus`` (STOP or
+    CANCEL end generation)."""
     if decoder is not None:
         return _token_streamer_class(ov)(decoder, on_piece)
     return ov.TextStreamer(tokenizer, lambda text: on_piece(text, False), _DETOKENIZATION)
@@ -266,7 +270,7 @@ class ParsingStreamer:
         self._error_in_callback = False
         self._stop = threading.Event()
         self._closed = False
-        self.ov_streamer = _genai_streamer(ov, tokenizer, decoder, self._on_piece)
+        self.ov_streamer = piece_streamer(ov, tokenizer, decoder, self._on_piece)
 
     def stop(self) -> None:
         """Ask generation to end at the next token (the text so far is kept)."""
@@ -396,7 +400,7 @@ class _Worker:
     def run(self) -> None:
         results: Any = None
         try:
-            streamer = _genai_streamer(self.ov, self.live.tokenizer, self.prep.decoder, self.on_piece)
+            streamer = piece_streamer(self.ov, self.live.tokenizer, self.prep.decoder, self.on_piece)
             with self.live.lock:
                 results = self.live.pipeline.generate([self.prep.prompt], self.prep.config, streamer)
         except BaseException as exc:  # handed to the consumer thread

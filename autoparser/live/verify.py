@@ -318,22 +318,25 @@ class OVParser:
     cls: str
     kwargs: tuple[tuple[str, Any], ...] = ()
     incremental: bool = False
-    compares: Literal["calls", "reasoning", "reasoning_only"] = "reasoning"
+    compares: Literal["calls", "reasoning", "reasoning_only", "all"] = "reasoning"
 
     @property
     def name(self) -> str:
         return f"{self.cls}({', '.join(f'{k}={v!r}' for k, v in self.kwargs)})"
 
 
-_OV_TOOL_PARSERS = {"llama3_json_tool_parser": "Llama3JsonToolParser",
-                    "llama3_pythonic_tool_parser": "Llama3PythonicToolParser"}
+#: autoparser's own parser in GenAI's API (autoparser.live.GenAIParser / GenAIIncrementalParser): run on
+#: every probe, it must read the same text exactly as the ParsingStreamer did
+OURS = (OVParser("GenAIParser", compares="all"), OVParser("GenAIIncrementalParser", incremental=True, compares="all"))
 
 
 def openvino_parsers_for(probe: Probe, profile: Profile) -> list[OVParser]:
     """The GenAI parsers that read this probe's format (empty when GenAI has none)."""
     if probe.kind == "call":
-        tool = profile.runtime_names.get("openvino", {}).get("tool")
-        cls = _OV_TOOL_PARSERS.get(tool or "")
+        from ..export.resolve import resolve_profile
+
+        binding = resolve_profile(profile, "genai").tools  # GenAI's own parser, when one reads the format
+        cls = binding.parser if binding is not None else None
         return [OVParser(cls, compares="calls")] if cls else []
     r = profile.reasoning
     if probe.kind != "reasoning" or r is None or len(r.open) != 1 or len(r.close) != 1:
@@ -350,8 +353,13 @@ def openvino_parsers_for(probe: Probe, profile: Profile) -> list[OVParser]:
     return [OVParser("ReasoningParser", opts), OVParser("ReasoningIncrementalParser", opts, incremental=True)]
 
 
-def run_openvino_parser(ov: Any, spec: OVParser, decoded: str, chunks: Sequence[str]) -> dict[str, Any] | str:
-    """What a GenAI parser makes of the text: a message dict, or the error it raised (a finding)."""
+def run_openvino_parser(ov: Any, spec: OVParser, decoded: str, chunks: Sequence[str], *,
+                        profile: Profile | None = None, tools: object = None,
+                        reasoning: str | None = None) -> dict[str, Any] | str:
+    """What a GenAI parser makes of the text: a message dict, or the error it raised (a finding).
+    ``profile`` / ``tools`` / ``reasoning`` configure autoparser's own GenAI parsers (:data:`OURS`)."""
+    if spec in OURS:
+        return _run_ours(spec, decoded, chunks, profile, tools, reasoning)
     try:
         parser = getattr(ov, spec.cls)(**dict(spec.kwargs))
         if not spec.incremental:
@@ -359,15 +367,38 @@ def run_openvino_parser(ov: Any, spec: OVParser, decoded: str, chunks: Sequence[
             parser.parse(message)  # mutates the message in place
             result: dict[str, Any] = json.loads(json.dumps(message))
             return result
-        reasoning, content = [], []
+        said, content = [], []
         for chunk in chunks:
             delta: dict[str, Any] = {}
             content.append(parser.parse(delta, chunk))
-            reasoning.append(str(delta.get("reasoning_content", "")))
-        return {"reasoning_content": "".join(reasoning), "content": "".join(content)}
+            said.append(str(delta.get("reasoning_content", "")))
+        return {"reasoning_content": "".join(said), "content": "".join(content)}
     except Exception as exc:  # GenAI raises RuntimeError on input it cannot read
         lines = [ln for ln in str(exc).strip().splitlines() if not ln.startswith("Exception from ")]
         return f"{type(exc).__name__}: {lines[0] if lines else ''}"
+
+
+def _run_ours(spec: OVParser, decoded: str, chunks: Sequence[str], profile: Profile | None, tools: object,
+              reasoning: str | None) -> dict[str, Any]:
+    from autoparser import live
+
+    assert profile is not None
+    if not spec.incremental:
+        message: dict[str, Any] = {"content": decoded}
+        live.GenAIParser(profile, tools=tools, reasoning=reasoning).parse(message)
+        return message
+    parser = live.GenAIIncrementalParser(profile, tools=tools, reasoning=reasoning)
+    out: dict[str, str] = {"content": "", "reasoning_content": "", "tool_calls": ""}
+    deltas = []
+    for chunk in chunks:
+        delta: dict[str, Any] = {}
+        out["content"] += parser.parse(delta, chunk)
+        deltas.append(delta)
+    deltas.append(parser.finish())
+    for delta in deltas:
+        for key in out:
+            out[key] += str(delta.get(key, ""))
+    return {**out, "tool_calls": [json.loads(x) for x in out["tool_calls"].splitlines()]}
 
 
 @dataclass
@@ -381,6 +412,12 @@ def compare_openvino(spec: OVParser, ours: Result, theirs: Mapping[str, Any] | s
     """Agreement of a GenAI parser's output with ours on the same text."""
     if isinstance(theirs, str):
         return Comparison(spec.name, False, f"raised {theirs[:120]}")
+    if spec.compares == "all":  # autoparser's parser in GenAI's API: exactly the ParsingStreamer's result
+        calls = [(c["function"]["name"], json.loads(c["function"]["arguments"]))
+                 for c in theirs.get("tool_calls") or []]
+        mine = (str(theirs.get("reasoning_content", "")), str(theirs.get("content", "")), calls)
+        same = (ours.reasoning, ours.content, [(c.name, c.arguments) for c in ours.tool_calls])
+        return Comparison(spec.name, mine == same, "same result" if mine == same else f"{mine!r} vs ours {same!r}")
     if spec.compares == "calls":
         got = [(c.get("name"), c.get("arguments", c.get("parameters"))) for c in theirs.get("tool_calls") or []]
         want = [(c.name, c.arguments) for c in ours.tool_calls]
@@ -705,9 +742,9 @@ def run_probe(live: LivePipeline, probe: Probe, profile: Profile, ov: Any) -> Pr
     decoded = run.decoded_text
     ov_results: dict[OVParser, Mapping[str, Any] | str] = {}
     clean_chunks = [_body(c, live.end_markers) for c in run.chunks]
-    for spec in openvino_parsers_for(probe, profile):
+    for spec in (*openvino_parsers_for(probe, profile), *OURS):
         ov_results[spec] = run_openvino_parser(ov, spec, decoded or _body(run.text, live.end_markers),
-                                               clean_chunks)
+                                               clean_chunks, profile=profile, tools=tools, reasoning=probe.reasoning)
     return evaluate(probe, profile, run.chunks, decoded=decoded, finish_reason=run.finish_reason,
                     end_markers=live.end_markers, tools=tools, openvino=ov_results,
                     tokens=run.num_generated_tokens, seconds=run.seconds, live_events=run.events,

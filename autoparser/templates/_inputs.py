@@ -51,11 +51,12 @@ def plain_data(value: Any) -> Any:
     return f"<{type(value).__name__}>"
 
 
-def prepare_messages(messages: Any, *, keep_none: bool = False) -> list[dict[Any, Any]]:
+def prepare_messages(messages: Any, *, keep_none: bool = False, alias_reasoning: bool = True) -> list[dict[Any, Any]]:
     """Messages as the template sees them: ``None`` values dropped, plain data, reasoning aliased.
 
     ``keep_none`` passes ``None`` values through, as vLLM, llama.cpp and transformers 4 do: some
     templates (DeepSeek R1 distills) write tool calls only when ``content is none``.
+    ``alias_reasoning=False`` leaves reasoning under the key it came with.
     """
     if isinstance(messages, (Mapping, str, bytes)):
         raise TypeError(f"messages must be a list of dicts, got {type(messages).__name__}")
@@ -66,7 +67,7 @@ def prepare_messages(messages: Any, *, keep_none: bool = False) -> list[dict[Any
         if not keep_none:
             message = {key: item for key, item in message.items() if item is not None}
         reasoning = next((message[key] for key in REASONING_FIELDS if message.get(key) is not None), None)
-        if reasoning is not None:
+        if reasoning is not None and alias_reasoning:
             # ``thinking`` goes first unless present; ``reasoning_content`` keeps its place or goes last.
             message = {"thinking": reasoning, **message, "reasoning_content": reasoning}
         prepared.append(message)

@@ -92,15 +92,21 @@ class TemplateRenderer:
         add_generation_prompt: bool = False,
         bos_token: str | None = "",
         eos_token: str | None = "",
+        alias_reasoning: bool = True,
         **extra: Any,
     ) -> str:
-        """The prompt text. ``None`` tokens render as empty strings."""
+        """The prompt text. ``None`` tokens render as empty strings.
+
+        ``alias_reasoning=False`` passes each message's reasoning only under the key it came with
+        (engines other than transformers do not copy it): the return-trip probes use it to find the
+        key a template reads."""
         return self.render_detailed(
             messages,
             tools=tools,
             add_generation_prompt=add_generation_prompt,
             bos_token=bos_token,
             eos_token=eos_token,
+            alias_reasoning=alias_reasoning,
             **extra,
         ).text
 
@@ -112,13 +118,14 @@ class TemplateRenderer:
         add_generation_prompt: bool = False,
         bos_token: str | None = "",
         eos_token: str | None = "",
+        alias_reasoning: bool = True,
         **extra: Any,
     ) -> Rendering:
         """Like :meth:`render`, also returning the ``{% generation %}`` spans."""
         from autoparser.templates._sandbox import translate_error
 
         context: dict[str, Any] = {
-            "messages": prepare_messages(messages, keep_none=self.permissive),
+            "messages": prepare_messages(messages, keep_none=self.permissive, alias_reasoning=alias_reasoning),
             "tools": plain_data(list(tools)) if tools is not None else None,
             "documents": None,
             "add_generation_prompt": bool(add_generation_prompt),

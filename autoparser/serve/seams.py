@@ -1,0 +1,123 @@
+"""The two places where the server borrows another part of the library that is being rebuilt.
+
+Each is one function so that switching to the new API is a one-line change here and nothing else
+in the server moves:
+
+* :func:`tool_grammar` — ``tool_choice`` and ``parallel_tool_calls`` to a structured-output spec
+  forcing the profile's call format. Today: :func:`autoparser.live.grammar.grammar_for` (modes
+  ``required`` and ``auto``). Tomorrow: the ``autoparser.grammar`` package, which takes the
+  OpenAI ``tool_choice`` semantics itself.
+* :func:`history_for_template` — the return trip: a conversation in OpenAI's shape (assistant
+  turns with ``tool_calls``, ``tool`` results) into the message dicts the chat template renders
+  correctly. Today: arguments become objects (what Hugging Face templates read), and a template
+  that cannot write calls gets them as text in the profile's own layout
+  (:func:`autoparser.live.grammar.example_calls`). Tomorrow: the inverse in ``autoparser.openai``
+  with the profile's own knowledge (arguments as object or string, the reasoning field the
+  template reads).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from autoparser.errors import AutoparserError
+from autoparser.profile import Profile
+from autoparser.serve.errors import bad_request
+from autoparser.serve.request import ChoiceMode, ToolChoice
+
+__all__ = ["history_for_template", "tool_grammar"]
+
+
+def tool_grammar(
+    profile: Profile,
+    tools: Sequence[Mapping[str, Any]],
+    choice: ToolChoice,
+    *,
+    parallel: bool,
+    max_calls: int | None,
+) -> dict[str, Any] | None:
+    """The structured-output spec enforcing ``choice`` in ``profile``'s call format, or None.
+
+    ``none`` (or no tools): no grammar. ``required``: one to ``max_calls`` calls and nothing else
+    (one with ``parallel=False``). A named function: exactly one call of it. ``auto``: free text,
+    and a call the model starts is forced to completion (several with ``parallel``); a format whose
+    first marker cannot serve as a trigger gets no grammar in ``auto`` (calls are still parsed).
+    A tool schema the grammar cannot use is a 400 naming ``tools``.
+    """
+    from autoparser.live.grammar import GrammarError, grammar_for
+
+    if choice.mode is ChoiceMode.NONE or not tools:
+        return None
+    if choice.mode is ChoiceMode.NAMED:
+        tools = [t for t in tools if t["function"]["name"] == choice.name]
+    most = max_calls if parallel and choice.mode is not ChoiceMode.NAMED else 1
+    try:
+        required = grammar_for(profile, list(tools), mode="required", min_calls=1, max_calls=most)
+    except GrammarError as exc:
+        raise bad_request(f"no grammar can force a call for these tools: {exc}", "tools") from exc
+    if choice.mode is not ChoiceMode.AUTO:
+        return required
+    try:
+        spec = grammar_for(profile, list(tools), mode="auto", max_calls=1)
+    except GrammarError:
+        return None
+    if most != 1:  # each triggered block is one call; with parallel calls, the text may go on
+        spec["tag"]["stop_after_first"] = False
+    return spec
+
+
+def history_for_template(
+    messages: Sequence[Mapping[str, Any]], *, call_format: Profile | None, renders_calls: bool
+) -> list[dict[str, Any]]:
+    """``messages`` (checked by :mod:`autoparser.serve.request`) as the template wants them.
+
+    ``developer`` becomes ``system`` (templates predate it). Assistant ``tool_calls`` keep their
+    OpenAI shape with ``arguments`` decoded to an object when the template writes calls itself
+    (``renders_calls``); otherwise they are written into the content in ``call_format``'s layout,
+    so the model sees its earlier calls the way it is asked to write new ones. ``tool`` results
+    pass through. Arguments that are not a JSON object are a 400 naming the message.
+    """
+    out: list[dict[str, Any]] = []
+    for i, msg in enumerate(messages):
+        m = dict(msg)
+        if m["role"] == "developer":
+            m["role"] = "system"
+        calls = m.get("tool_calls")
+        if calls:
+            decoded = [(c["function"]["name"], _arguments(c, f"messages[{i}].tool_calls[{j}]"))
+                       for j, c in enumerate(calls)]
+            if renders_calls:
+                m["tool_calls"] = [{**c, "function": {"name": name, "arguments": args}}
+                                   for c, (name, args) in zip(calls, decoded, strict=True)]
+            else:
+                del m["tool_calls"]
+                m["content"] = (m.get("content") or "") + _calls_as_text(call_format, decoded, i)
+        out.append(m)
+    return out
+
+
+def _arguments(call: Mapping[str, Any], where: str) -> dict[str, Any]:
+    text = call["function"]["arguments"]
+    try:
+        args = json.loads(text) if text.strip() else {}
+    except ValueError as exc:
+        raise bad_request(f"{where}.function.arguments is not valid JSON: {exc}",
+                          f"{where}.function.arguments") from exc
+    if not isinstance(args, dict):
+        raise bad_request(f"{where}.function.arguments must be a JSON object", f"{where}.function.arguments")
+    return args
+
+
+def _calls_as_text(call_format: Profile | None, calls: list[tuple[str, dict[str, Any]]], index: int) -> str:
+    from autoparser.live.grammar import example_calls
+
+    if call_format is None:
+        raise bad_request(f"messages[{index}] has tool calls, but this model has no tool-call format",
+                          f"messages[{index}].tool_calls")
+    try:
+        return example_calls(call_format, calls)
+    except AutoparserError as exc:
+        raise bad_request(f"messages[{index}]: its tool calls cannot be written in this model's format: {exc}",
+                          f"messages[{index}].tool_calls") from exc
