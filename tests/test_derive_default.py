@@ -209,7 +209,7 @@ def test_prompt_settings_say_which_values_open_reasoning() -> None:
     got = {(s.variable, s.value): s.reasoning for s in prof.prompt_settings}
     assert got[("depth", "deep")] == "prefilled" and got[("depth", "none")] == "off"
     assert got[("ponder_budget", 1)] == "prefilled" and got[("ponder_budget", 0)] == "off"
-    assert prof.reasoning is not None and prof.reasoning.start == "explicit" and prof.reasoning.switchable
+    assert prof.reasoning is not None and prof.reasoning.start == "explicit"
     assert prof.reasoning_for(depth="deep") == "prefilled" and prof.reasoning_for(depth="unknown") is None
     assert prof.reasoning_for() is None
     raw = "Count them.</ponder>Three.<|stop|>"

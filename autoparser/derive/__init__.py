@@ -122,11 +122,7 @@ def analyze_detailed(chat_template: str, bos_token: str | None = None, eos_token
     if pr.out_of_time is not None:
         f.fire(OUT_OF_TIME, conf=0.3, snippet=str(pr.out_of_time),
                text=f"probes stopped: {pr.out_of_time}; what they would have shown is unknown")
-    settings = find_settings(pr, f, tools or None, prof.reasoning)
-    r = prof.reasoning
-    if r is not None and not r.switchable and any(st.reasoning != r.start for st in settings):
-        r = replace(r, switchable=True)  # a setting moves where the output starts
-    prof = replace(prof, reasoning=r, prompt_settings=settings)
+    prof = replace(prof, prompt_settings=find_settings(pr, f, tools or None, prof.reasoning))
     conf = combine(f, check, has_calls=prof.tools is not None or prof.messages is not None)
     name, hint_note = name_profile(prof, model_id, use_hint=known)  # model_id: a tie-break, never more
     if hint_note is not None:

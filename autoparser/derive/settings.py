@@ -11,8 +11,9 @@ time, and a variable whose values change the generation prompt becomes a setting
 
 A prompt gives ``prefilled`` when it ends with an open marker, ``off`` when it ends with a close
 marker (an empty block written for the model), the default's mode when it equals the default prompt
-(a block opened without a marker), and ``explicit`` otherwise. A setting that moves the start makes
-reasoning ``switchable``. Limits: one variable at a time (combinations are not probed), at most
+(a block opened without a marker), and ``explicit`` otherwise. ``reasoning.switchable`` keeps its
+narrower meaning (the ``enable_thinking`` / ``thinking`` / ``reasoning`` switch hosts follow);
+the settings are the finer record. Limits: one variable at a time (combinations are not probed), at most
 ``MAX_VARIABLES`` variables and ``MAX_VALUES`` values each; only the generation prompt is read (a
 variable that changes how history keeps reasoning is not a setting).
 """
