@@ -28,11 +28,13 @@ if TYPE_CHECKING:
 
 __all__ = [
     "PROFILE_VERSION",
+    "BuiltinUse",
     "CodecSpec",
     "HistorySpec",
     "MessagesSpec",
     "PatternSpec",
     "Profile",
+    "PromptSetting",
     "ReasoningSpec",
     "ToolSpec",
     "json_schema",
@@ -200,6 +202,38 @@ class MessagesSpec:
 
 
 @dataclass(frozen=True)
+class PromptSetting:
+    """One value of a template variable and how the generation prompt then begins the output.
+
+    ``reasoning`` is the ``parser(reasoning=...)`` mode that matches a prompt rendered with
+    ``variable=value``: ``prefilled`` (the prompt ends inside an open reasoning block), ``off``
+    (the prompt writes an empty or closed block: no reasoning follows) or ``explicit`` (the prompt
+    opens nothing; a block starts only if the model writes its open marker).
+    """
+
+    variable: str
+    value: bool | int | float | str | None
+    reasoning: Literal["prefilled", "explicit", "off"]
+
+
+@dataclass(frozen=True)
+class BuiltinUse:
+    """What the matched builtin dialect gave a derived profile (``analyze(..., known=True)``).
+
+    The renders decide. A builtin field is ``taken`` where it agrees with them (the builtin then
+    contributes what no template shows: recovery rules, other spellings), ``added``
+    where the renders show nothing of it (builtin-only: parsed if the model writes it, though
+    nothing in the template says it does), and ``declined`` where the renders show something else
+    (the derived value stands; the reason says what the renders show).
+    """
+
+    dialect: str
+    taken: tuple[str, ...] = ()
+    added: tuple[str, ...] = ()
+    declined: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class HistorySpec:
     """How the template wants an assistant message back in the history (the return trip).
 
@@ -245,6 +279,11 @@ class Profile:
     #: markers that are single special tokens of the source's vocabulary (``autoparser.tokens``):
     #: a fact about the tokenizer, not the wire format, so ``wire_format()`` leaves it out
     special_markers: tuple[str, ...] = ()
+    #: template variables that change how the generation prompt begins the output (derived
+    #: profiles with reasoning); :meth:`reasoning_for` reads them. Not part of ``wire_format()``.
+    prompt_settings: tuple[PromptSetting, ...] = ()
+    #: with ``known=True``, what the matched builtin dialect contributed (provenance, not wire format)
+    builtin: BuiltinUse | None = None
     #: how an assistant message goes back into the template (derived from renders; ``None`` when
     #: the profile did not come from a template): not part of ``wire_format()``
     history: HistorySpec | None = None
@@ -279,11 +318,28 @@ class Profile:
         return Parser(self, tools=tools, reasoning=reasoning, policy=policy,
                       stream_arguments=stream_arguments)
 
+    def reasoning_for(self, **variables: object) -> str | None:
+        """The ``parser(reasoning=...)`` mode for a prompt rendered with these template variables
+        (``enable_thinking=False``, ``reasoning_effort="high"``), from :attr:`prompt_settings`.
+
+        ``None`` (the profile's default) when no listed setting matches. Settings were probed one
+        variable at a time: with several, the first one listed for a variable given decides.
+        """
+        for s in self.prompt_settings:
+            if s.variable in variables and _same_value(variables[s.variable], s.value):
+                return s.reasoning
+        return None
+
+    def builtin_only(self, part: str) -> bool:
+        """Whether ``part`` (``"reasoning"``, ``"tools"``, ...) was added by the matched builtin
+        dialect and no render of the template shows it (see :class:`BuiltinUse`)."""
+        return self.builtin is not None and part in self.builtin.added
+
     def wire_format(self) -> dict[str, Any]:
         """The fields that decide how text is parsed (no names, evidence or confidence)."""
         d = self.to_dict()
-        for k in ("name", "version", "description", "families", "confidence",
-                  "field_confidence", "evidence", "special_markers", "history"):
+        for k in ("name", "version", "description", "families", "confidence", "field_confidence", "evidence",
+                  "special_markers", "history", "prompt_settings", "builtin"):
             d.pop(k, None)
         return d
 
@@ -322,6 +378,13 @@ class Profile:
         except json.JSONDecodeError as e:
             raise ProfileError("<root>", f"not valid JSON: {e}") from None
         return cls.from_dict(data)
+
+
+def _same_value(given: object, probed: object) -> bool:
+    """A caller's value equals a probed one (``True`` is not ``1`` here: templates test them apart)."""
+    return (type(given) is type(probed) and given == probed) or (
+        isinstance(given, int | float) and isinstance(probed, int | float)
+        and not isinstance(given, bool) and not isinstance(probed, bool) and given == probed)
 
 
 # -- generic (de)serialisation of the frozen dataclasses above --------------------------------
@@ -428,6 +491,16 @@ def _check_semantics(p: Profile) -> None:
     for k, v in p.field_confidence.items():
         if not 0.0 <= v <= 1.0:
             raise ProfileError(f"field_confidence.{k}", f"must be within [0, 1], got {v}")
+    for i, setting in enumerate(p.prompt_settings):
+        if not setting.variable.isidentifier():
+            raise ProfileError(f"prompt_settings[{i}].variable", f"must be a template variable name, "
+                                                                 f"got {setting.variable!r}")
+        if setting.reasoning != "explicit" and p.reasoning is None:
+            raise ProfileError(f"prompt_settings[{i}].reasoning",
+                               f"{setting.reasoning!r} needs reasoning markers (the profile has none)")
+    if p.builtin is not None:
+        for name in ("taken", "added"):
+            _no_empty(f"builtin.{name}", getattr(p.builtin, name))
     _no_empty("strip", p.strip)
     _no_empty("content_open", p.content_open)
     _no_empty("content_close", p.content_close)

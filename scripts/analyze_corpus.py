@@ -205,6 +205,76 @@ def covered_markdown(out: list[dict[str, Any]]) -> list[str]:
     return [*lines, ""]
 
 
+# -- the default path (known=True) against pure derivation, on the template's own renders ------------
+
+def own_renders(row: dict[str, str]) -> dict[str, tuple[str, dict[str, Any]]]:
+    """What the template itself writes, with the parse it must give: its call example, and where
+    the generation prompt opens reasoning, a block closed by the template's own marker."""
+    out: dict[str, tuple[str, dict[str, Any]]] = {}
+    if row["call_example"] and row["tool_format"] != "none":
+        out["call"] = (other_example(row), {"calls": OTHER_WANT})
+    if row["prompt_opens_reasoning"] == "yes":
+        close = row["reasoning_close"] or "</think>"
+        out["reasoning"] = (f"R_TEXT\n{close}\n\nC_TEXT", {"reasoning": "R_TEXT", "content": "C_TEXT"})
+    return out
+
+
+def parses(prof: autoparser.Profile, raw: str, want: dict[str, Any]) -> bool:
+    try:
+        res = autoparser.parse(raw, prof, tools=OTHER_TOOLS)
+    except Exception:  # a crash is a miss
+        return False
+    got = {"calls": [{"name": c.name, "arguments": c.arguments} for c in res.tool_calls],
+           "reasoning": res.reasoning.strip(), "content": res.content.strip()}
+    return all(got[k] == v for k, v in want.items())
+
+
+def default_path(pure: autoparser.Profile, default: autoparser.Profile, row: dict[str, str]) -> dict[str, Any]:
+    """Per own render: does pure derivation parse it, does the default path; and what the builtin gave."""
+    rec: dict[str, Any] = {}
+    for kind, (raw, want) in own_renders(row).items():
+        rec[f"own_{kind}_pure"] = parses(pure, raw, want)
+        rec[f"own_{kind}_default"] = parses(default, raw, want)
+    b = default.builtin
+    if b is not None:
+        rec["builtin"] = {"dialect": b.dialect, "taken": list(b.taken), "added": list(b.added),
+                          "declined": sorted(b.declined)}
+    if default.prompt_settings:
+        rec["prompt_settings"] = [[s.variable, s.value, s.reasoning] for s in default.prompt_settings]
+    return rec
+
+
+def default_markdown(out: list[dict[str, Any]], s: dict[str, Any]) -> list[str]:
+    lines = ["## The default path (`known=True`) on the template's own renders", "",
+             "The matched builtin dialect adds its parts only where the template's renders agree "
+             "(docs/derive.md, \"The default path\"). Measured on what each template itself writes: its call "
+             "example (EXPECTED.tsv) must parse to exactly `get_weather({\"city\": \"Paris\", \"days\": 3})`, "
+             "and where the generation prompt opens reasoning, `R_TEXT\\n<close>\\n\\nC_TEXT` (the template's "
+             "own close marker) must parse to reasoning `R_TEXT` and content `C_TEXT`.", "",
+             "| measure | default path | pure derivation | templates where the default path is worse |",
+             "|---|---|---|---|"]
+    for kind, label in (("reasoning", "prompt-opened reasoning"), ("call", "own call example")):
+        d = s[f"default_own_{kind}"]
+        lines.append(f"| {label} | {d['default']}/{d['n']} | {d['pure']}/{d['n']} | "
+                     f"{', '.join(f'`{x}`' for x in d['worse']) or 'none'} |")
+    rows = [r for r in out if "own_reasoning_default" in r]
+    lines += ["", "| template (prompt opens reasoning) | default path | pure | builtin: declined |",
+              "|---|---|---|---|"]
+    for r in rows:
+        declined = ", ".join(r.get("builtin", {}).get("declined", [])) or "-"
+        lines.append(f"| `{r['file']}` | {'yes' if r['own_reasoning_default'] else '**no**'} | "
+                     f"{'yes' if r['own_reasoning_pure'] else 'no'} | {declined} |")
+    added = [r["file"] for r in out if "reasoning" in r.get("builtin", {}).get("added", [])]
+    declined_tools = [r["file"] for r in out if "tools" in r.get("builtin", {}).get("declined", [])]
+    settings = [r for r in out if r.get("prompt_settings")]
+    lines += ["", f"Builtin-only reasoning (no render shows it; marked, no server reasoning parser exported): "
+              f"{len(added)} templates. Builtin call format declined (it misreads the template's own calls): "
+              f"{len(declined_tools)} ({', '.join(f'`{x}`' for x in declined_tools) or 'none'}). "
+              f"Templates with prompt settings (their own variables that move where the output starts): "
+              f"{len(settings)}.", ""]
+    return lines
+
+
 def describe(prof: autoparser.Profile) -> str:
     if prof.messages is not None:
         m = prof.messages
@@ -218,7 +288,8 @@ def describe(prof: autoparser.Profile) -> str:
         opens = "/".join(x for x in (*t.section_open, *t.call_open) if x) or "(none)"
         detail = {"json": f"json {c.name_keys[0]}/{c.args_keys[0]}", "name_json": f"name_json {c.header!r}",
                   "tagged": f"tagged {c.header!r} {c.param!r}", "pythonic": "pythonic",
-                  "pattern": f"pattern {c.pattern.call!r} {c.pattern.arg!r} {c.pattern.value}" if c.pattern else ""}[c.kind]
+                  "pattern": (f"pattern {c.pattern.call!r} {c.pattern.arg!r} {c.pattern.value}"
+                              if c.pattern else "")}[c.kind]
         tools = f"{opens} {detail}"
     r = prof.reasoning
     reasoning = f"{'/'.join(r.open) or '-'}..{'/'.join(r.close)} ({r.start})" if r else "no reasoning"
@@ -258,9 +329,10 @@ def main() -> int:
         text = (tdir / f).read_text(encoding="utf-8")
         exp = row["tool_format"]
         rec: dict[str, Any] = {"file": f, "expected": exp}
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         try:
-            an = analyze_detailed(text, src.get("bos") or None, src.get("eos") or None, known=False)
+            # the default path (known=True); its ``derived`` profile is pure derivation (known=False)
+            an = analyze_detailed(text, src.get("bos") or None, src.get("eos") or None, known=True)
         except Exception as e:
             rec.update(error=f"{type(e).__name__}: {e}"[:300], seconds=round(time.perf_counter() - t0, 4))
             if exp == "none" and isinstance(e, autoparser.TemplateError):
@@ -271,9 +343,12 @@ def main() -> int:
             out.append(rec)
             print(f"{f}: ERROR {rec['error'][:120]}", flush=True)
             continue
-        prof = an.profile
+        prof, kp = an.derived, an.profile
+        rec["cpu_seconds"] = round(time.process_time() - c0, 4)
+        rec.update(default_path(prof, kp, row))
         rec.update(
             seconds=round(an.seconds, 4), renders=an.renders, name=prof.name, confidence=prof.confidence,
+            known_confidence=kp.confidence,
             derived=describe(prof), self_check=f"{an.check.passed}/{an.check.rendered}",
             self_check_rate=round(an.check.rate, 3), has_tools=prof.tools is not None or prof.messages is not None,
             profile=prof.wire_format(), evidence=list(prof.evidence))
@@ -298,7 +373,6 @@ def main() -> int:
             rec["agrees"] = prof.name == exp or (_score(prof, builtin) > 0 and calls)
             rec["correct"] = bool(n) and okn / n >= 0.9
             # with known=True a matched dialect brings the rules no template shows
-            kp = autoparser.analyze(text, src.get("bos") or None, src.get("eos") or None, known=True)
             okk, _ = run_vectors(kp, by_dialect.get(exp, []))
             rec.update(known_peer_pass=okk, known_correct=bool(n) and okk / n >= 0.9)
         elif exp == "none":
@@ -341,6 +415,7 @@ def _summary(out: list[dict[str, Any]], total: float) -> dict[str, Any]:
     good = [r for r in peer if r.get("correct")]
     none = [r for r in out if r["expected"] == "none"]
     times = [r["seconds"] for r in out if "seconds" in r]
+    cpu = [r["cpu_seconds"] for r in out if "cpu_seconds" in r]
     wrong_high = [r["file"] for r in out if r.get("correct") is False and r.get("confidence", 0) >= 0.9]
     # a wrong wire format: tools where the label says none (or none where it says some), a tool
     # format that is not the labelled dialect's, or reasoning markers that are not the labelled ones
@@ -377,9 +452,17 @@ def _summary(out: list[dict[str, Any]], total: float) -> dict[str, Any]:
         "other_templates": sum(1 for r in out if r["expected"].startswith("other:")),
         "renders_nothing": sum(1 for r in out if r.get("renders_nothing")),
         "other_call_example_parses": sum(1 for r in out if r.get("other_pass")),
+        **{f"default_own_{kind}": {
+            "n": sum(1 for r in out if f"own_{kind}_default" in r),
+            "default": sum(1 for r in out if r.get(f"own_{kind}_default")),
+            "pure": sum(1 for r in out if r.get(f"own_{kind}_pure")),
+            "worse": [r["file"] for r in out if r.get(f"own_{kind}_pure") and not r.get(f"own_{kind}_default")]}
+           for kind in ("reasoning", "call")},
         "analysis_seconds_p50": round(statistics.median(times), 4) if times else None,
         "analysis_seconds_p95": round(sorted(times)[int(0.95 * (len(times) - 1))], 4) if times else None,
         "analysis_seconds_total": round(sum(times), 2),
+        "analysis_cpu_seconds_p50": round(statistics.median(cpu), 4) if cpu else None,
+        "analysis_cpu_seconds_total": round(sum(cpu), 2),
         "script_seconds": round(total, 2),
         "machine": f"{os.cpu_count()} cores, Python {sys.version.split()[0]}",
     }
@@ -387,7 +470,8 @@ def _summary(out: list[dict[str, Any]], total: float) -> dict[str, Any]:
 
 def _markdown(s: dict[str, Any], out: list[dict[str, Any]]) -> str:
     lines = ["# Template corpus: what each template derives to", "",
-             "Generated by `python scripts/analyze_corpus.py` (pure derivation, `known=False`) over "
+             "Generated by `python scripts/analyze_corpus.py` (pure derivation, `known=False`, unless a measure "
+             "says `known=True`: one analysis gives both, the default path's `derived` profile is pure) over "
              "`../shared/templates`. Do not edit by hand.", "", "## Summary", ""]
     lines += [f"- templates analysed: {s['templates']} ({s['errors']} could not be analysed)",
               f"- templates whose expected format is a peer-case dialect: {s['peer_dialect_templates']}; "
@@ -419,9 +503,16 @@ def _markdown(s: dict[str, Any], out: list[dict[str, Any]]) -> str:
               f"- derivations below 90% of their dialect's peer vectors with confidence >= 0.9: "
               f"{len(s['wrong_with_confidence_ge_0.9'])}"
               + (f" ({', '.join(s['wrong_with_confidence_ge_0.9'])})" if s["wrong_with_confidence_ge_0.9"] else ""),
-              f"- analysis time per template: p50 {s['analysis_seconds_p50'] * 1000:.0f} ms, "
-              f"p95 {s['analysis_seconds_p95'] * 1000:.0f} ms; whole corpus "
-              f"{s['analysis_seconds_total']} s of analysis ({s['machine']})", ""]
+              "- default path (`known=True`) on the templates' own renders (table below): prompt-opened reasoning "
+              f"{s['default_own_reasoning']['default']}/{s['default_own_reasoning']['n']} (pure derivation "
+              f"{s['default_own_reasoning']['pure']}), own call examples {s['default_own_call']['default']}/"
+              f"{s['default_own_call']['n']} (pure {s['default_own_call']['pure']}); templates where the default "
+              f"path parses less than pure derivation: "
+              f"{len(s['default_own_reasoning']['worse']) + len(s['default_own_call']['worse'])}",
+              f"- analysis time per template (`analyze_detailed(known=True)`: both profiles): p50 "
+              f"{s['analysis_seconds_p50'] * 1000:.0f} ms, p95 {s['analysis_seconds_p95'] * 1000:.0f} ms, CPU p50 "
+              f"{s['analysis_cpu_seconds_p50'] * 1000:.0f} ms; whole corpus {s['analysis_seconds_total']} s of "
+              f"analysis, {s['analysis_cpu_seconds_total']} s CPU ({s['machine']})", ""]
     misses = [r for r in out if r.get("correct") is False]
     tally: Counter[str] = Counter()
     for r in misses:
@@ -454,7 +545,7 @@ def _markdown(s: dict[str, Any], out: list[dict[str, Any]]) -> str:
             why = f"parses {r['peer_pass']}/{r['peer_total']} peer vectors. Failing: {causes}. " + why
         lines.append(f"- `{r['file']}` (expected {r['expected']}, derived {r.get('name')}, "
                      f"confidence {r.get('confidence')}): {why}")
-    lines += ["", *other_markdown(out), *covered_markdown(out)]
+    lines += ["", *other_markdown(out), *default_markdown(out, s), *covered_markdown(out)]
     lines += ["## All templates", "",
               "| template | expected | derived | matched | confidence | peers | self-check | ms |",
               "|---|---|---|---|---|---|---|---|"]
@@ -485,6 +576,9 @@ def calibration(out: list[dict[str, Any]]) -> dict[str, Any]:
         "peer_covered": [(r.get("covered_correct"), r) for r in out if r["expected"] in PEER_DIALECTS],
         "peer_all_vectors": [(r.get("correct"), r) for r in out if r["expected"] in PEER_DIALECTS],
         "other_call_example": [(r.get("other_pass"), r) for r in out if r["expected"].startswith("other:")],
+        "own_renders_default_path": [(all(r[k] for k in r if k.startswith("own_") and k.endswith("_default")),
+                                      {**r, "confidence": r.get("known_confidence", r.get("confidence", 0.0))})
+                                     for r in out if any(k.startswith("own_") for k in r)],
         "no_tool": [(r.get("correct"), r) for r in out if r["expected"] == "none"],
     }
     res: dict[str, Any] = {}

@@ -34,7 +34,8 @@ def test_known_true_takes_builtin_rules_for_a_known_format() -> None:
     known = autoparser.analyze(TEMPLATE, known=True)
     assert known.tools == autoparser.get_profile("hermes").tools
     assert pure.confidence == known.confidence
-    assert any("known dialect" in e for e in known.evidence)
+    assert known.builtin is not None and known.builtin.dialect == "hermes" and "tools" in known.builtin.taken
+    assert pure.builtin is None
 
 
 def test_load_model_dir_and_template_file(tmp_path: Path) -> None:

@@ -156,3 +156,50 @@ def test_templates_that_render_calls_only_in_other_engines_derive(name: str) -> 
     assert any(e.startswith(("tools.render:", "variables:")) for e in prof.evidence), why
     assert prof.confidence < 0.9, "a profile from renders transformers cannot produce is never certain"
     assert _peer_pass_rate(prof, _peer_cases()[row["tool_format"]]) >= 0.9, why
+
+
+# -- the default path (known=True) never contradicts the renders (issue 21) ---------------------
+
+_DEFAULT: dict[str, Any] = {}
+
+
+def _corpus_script() -> Any:
+    """scripts/analyze_corpus.py: the measure (a template's own renders, and how they must parse) is its."""
+    from scripts_loader import load_script
+
+    return load_script("analyze_corpus")
+
+
+def _default(row: dict[str, str]) -> Any:
+    """The default path's analysis; its ``derived`` profile is what pure derivation gives."""
+    if row["file"] not in _DEFAULT:
+        text = (TEMPLATES / row["file"]).read_text(encoding="utf-8")
+        _DEFAULT[row["file"]] = analyze_detailed(text, row["bos"] or None, row["eos"] or None, known=True)
+    return _DEFAULT[row["file"]]
+
+
+OWN = [r for r in _rows() if r["file"] not in UNRENDERABLE
+       and (r["prompt_opens_reasoning"] == "yes" or (r["call_example"] and r["tool_format"] != "none"))]
+
+
+@pytest.mark.parametrize("row", OWN, ids=lambda r: r["file"])
+def test_default_path_parses_the_templates_own_renders_as_well_as_pure_derivation(row: dict[str, str]) -> None:
+    script = _corpus_script()
+    an = _default(row)
+    for raw, want in script.own_renders(row).values():
+        if script.parses(an.derived, raw, want):
+            assert script.parses(an.profile, raw, want), (raw, an.profile.builtin, an.profile.evidence[-6:])
+
+
+def test_every_template_whose_prompt_opens_reasoning_parses_it_on_the_default_path() -> None:
+    script = _corpus_script()
+    rows = [r for r in _rows() if r["prompt_opens_reasoning"] == "yes"]
+    assert len(rows) >= 14
+    missed = [r["file"] for r in rows if not script.parses(_default(r).profile, *script.own_renders(r)["reasoning"])]
+    assert not missed, f"{len(rows) - len(missed)}/{len(rows)}"
+
+
+def test_the_renders_profile_of_the_default_path_is_pure_derivation() -> None:
+    for name in ("qwen/Qwen2.5-7B-Instruct.jinja", "qwen/QwQ-32B.jinja", "falcon/Falcon3-3B-Instruct.jinja"):
+        row = next(r for r in _rows() if r["file"] == name)
+        assert _default(row).derived == _analysis(row).profile

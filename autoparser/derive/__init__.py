@@ -3,7 +3,9 @@
 ``analyze(template)`` is pure derivation when ``known=False``: no builtin profile, name list or
 fingerprint is consulted, which is what the accuracy figures measure. With ``known=True`` (the
 default) a derived profile whose wire format matches a builtin dialect also takes that
-dialect's recovery rules and alternative spellings, which no template can reveal.
+dialect's recovery rules and alternative spellings, which no template can reveal, but only where
+the template's own renders agree (``known.py``): the renders always win, and ``Profile.builtin``
+records what was taken, added and declined.
 """
 
 from __future__ import annotations
@@ -14,17 +16,19 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import AutoparserError, TemplateError
-from ..profile import Profile
+from ..profile import BuiltinUse, Profile
 from .confidence import combine
 from .extract import Findings, find_content
-from .failures import check_renders
+from .failures import check_renders, check_said
 from .history import find_history
+from .known import with_builtin
 from .match import name_profile
 from .messages import find_messages
 from .probes import OUT_OF_TIME, UNPASSED, Prober, tools_for
 from .reasoning import find_reasoning
 from .rules import Evidence
 from .selfcheck import CheckResult, self_check
+from .settings import find_settings
 from .structure import structural_checks, validated
 from .tools import find_tools
 
@@ -35,8 +39,11 @@ class Analysis:
     """A derived profile together with everything that led to it (for ``--explain``)."""
 
     def __init__(self, profile: Profile, findings: Findings, check: CheckResult, seconds: float,
-                 renders: int) -> None:
+                 renders: int, derived: Profile | None = None) -> None:
         self.profile = profile
+        # what the renders alone give: the profile known=False returns (with a model id, up to its
+        # tie-break in naming); with known=True, ``profile`` is this plus what the builtin adds
+        self.derived = derived if derived is not None else profile
         self.findings = findings
         self.check = check
         self.seconds = seconds
@@ -89,6 +96,7 @@ def analyze_detailed(chat_template: str, bos_token: str | None = None, eos_token
                text=f"the template reads variables no caller passes ({', '.join(map(repr, pr.filled))}); "
                     "the probes bound them to empty strings")
     messages = find_messages(f, pr.prompt(tools or None))
+    check_said(f)  # renders that show nothing the assistant said: TemplateError, not a profile
     if eos_token and eos_token not in f.strip and not eos_token.isspace():
         f.strip.append(eos_token)
     reasoning_markers = set()
@@ -115,26 +123,26 @@ def analyze_detailed(chat_template: str, bos_token: str | None = None, eos_token
     if pr.out_of_time is not None:
         f.fire(OUT_OF_TIME, conf=0.3, snippet=str(pr.out_of_time),
                text=f"probes stopped: {pr.out_of_time}; what they would have shown is unknown")
+    prof = replace(prof, prompt_settings=find_settings(pr, f, tools or None, prof.reasoning))
     conf = combine(f, check, has_calls=prof.tools is not None or prof.messages is not None)
-    for fail in check.failures[:3]:
-        f.evidence.append(f"self-check failure: {fail}")
     name, hint_note = name_profile(prof, model_id, use_hint=known)  # model_id: a tie-break, never more
     if hint_note is not None:
-        f.evidence.append(hint_note)
+        f.line(hint_note)
     if check.rendered:
-        f.evidence.append(f"self-check: {check.passed}/{check.rendered} random assistant messages "
-                          "parsed back exactly")
+        f.line(f"self-check: {check.passed}/{check.rendered} random assistant messages parsed back exactly")
     for fail in check.failures[:3]:
-        f.evidence.append(f"self-check failure: {fail}")
-    prof = replace(prof, name=name, confidence=conf, field_confidence=dict(f.confidence),
-                   evidence=tuple(f.evidence))
-    if known:
-        override = _override_for(chat_template)
-        if override is not None:
-            prof = _from_override(prof, override)
-        elif name is not None:
-            prof = _with_builtin_rules(prof, name)
-    return Analysis(replace(prof, history=history), f, check, time.perf_counter() - t0, pr.renders)
+        f.line(f"self-check failure: {fail}")
+    prof = replace(prof, name=name, confidence=conf, history=history)
+    derived = replace(prof, field_confidence=dict(f.confidence), evidence=tuple(f.evidence))
+    override = _override_for(chat_template) if known else None
+    if override is not None:
+        prof = _from_override(derived, override)
+    elif known and name is not None:
+        prof = with_builtin(prof, name, check, f)  # what the builtin adds where the renders agree
+        prof = replace(prof, field_confidence=dict(f.confidence), evidence=tuple(f.evidence))
+    else:
+        prof = derived
+    return Analysis(prof, f, check, time.perf_counter() - t0, pr.renders, derived)
 
 
 def overrides() -> list[dict[str, Any]]:
@@ -166,22 +174,21 @@ def _from_override(prof: Profile, o: dict[str, Any]) -> Profile:
     from ..dialects import get_profile
 
     b = get_profile(o["dialect"])
+    parts = (("messages", b.messages), ("tools", b.tools), ("reasoning", b.reasoning), ("strip", b.strip))
+    reasoning, dr, declined = b.reasoning, prof.reasoning, {}
+    if reasoning is not None and dr is not None and (reasoning.start, reasoning.switchable) != (dr.start,
+                                                                                                dr.switchable):
+        # where the generation prompt leaves the output is read from the prompt, as on the default path;
+        # the settings say which values of the template's variables open the block
+        declined["reasoning.start"] = (f"the generation prompt shows {dr.start!r}; the override's dialect says "
+                                       f"{reasoning.start!r}")
+        reasoning = replace(reasoning, start=dr.start, switchable=dr.switchable)
     return replace(b, name=o["dialect"], confidence=max(prof.confidence, 0.9),
-                   field_confidence=prof.field_confidence,
+                   field_confidence=prof.field_confidence, reasoning=reasoning,
+                   prompt_settings=prof.prompt_settings if reasoning is not None else (), history=prof.history,
+                   builtin=BuiltinUse(o["dialect"], taken=tuple(k for k, v in parts if v), declined=declined),
                    evidence=(*prof.evidence, f"override for template {o['template']!r} "
                              f"(sha256 {o['sha256'][:12]}...): dialect {o['dialect']!r} because {o['reason']}"))
-
-
-def _with_builtin_rules(prof: Profile, name: str) -> Profile:
-    """Take what templates cannot reveal (recovery rules, alternative spellings) from the builtin."""
-    from ..dialects import get_profile
-
-    b = get_profile(name)
-    return replace(b, name=name, confidence=prof.confidence, field_confidence=prof.field_confidence,
-                   messages=prof.messages or b.messages,
-                   evidence=(*prof.evidence, f"known dialect {name!r}: recovery rules and alternative "
-                             "spellings taken from the builtin profile"),
-                   strip=tuple(dict.fromkeys((*prof.strip, *b.strip))))
 
 
 def load(path: str | Path, *, known: bool = True) -> Profile:

@@ -97,10 +97,18 @@ def _summary(out: TextIO, src: Any, an: Any) -> None:
       f"{'; from the profile cache' if getattr(an, 'cached', False) else ''})\n")
     r = p.reasoning
     if r is not None:
+        only = (f"   [builtin-only: dialect {p.name!r} adds it; no render shows reasoning]"
+                if p.builtin_only("reasoning") else "")
         w(f"  reasoning    {' | '.join(r.open) or '(opened by the prompt)'} ... {' | '.join(r.close)}"
-          f"   start: {r.start}{', switchable' if r.switchable else ''}\n")
+          f"   start: {r.start}{', switchable' if r.switchable else ''}{only}\n")
     else:
         w("  reasoning    none\n")
+    if p.prompt_settings:
+        by_var: dict[str, list[str]] = {}
+        for st in p.prompt_settings:
+            by_var.setdefault(st.variable, []).append(f"{json.dumps(st.value)} -> {st.reasoning}")
+        w("  settings     " + "; ".join(f"{v}: {', '.join(vals)}" for v, vals in by_var.items())
+          + "   (parser(reasoning=profile.reasoning_for(VAR=VALUE)))\n")
     t = p.tools
     if p.messages is not None:
         m = p.messages
@@ -126,6 +134,12 @@ def _summary(out: TextIO, src: Any, an: Any) -> None:
             w(f"  trailer      {c.trailer!r}\n")
     if p.strip:
         w(f"  stripped     {' '.join(p.strip)}\n")
+    b = p.builtin
+    if b is not None:
+        parts = [f"taken {', '.join(b.taken)}" if b.taken else "",
+                 f"added {', '.join(b.added)} (builtin-only: no render shows it)" if b.added else "",
+                 f"not taken {', '.join(b.declined)} (the renders show otherwise)" if b.declined else ""]
+        w(f"  builtin      {b.dialect}: {'; '.join(x for x in parts if x) or 'nothing taken'}\n")
     if p.special_markers:
         w(f"  tokens       {' '.join(p.special_markers)}  (single special tokens of the vocabulary:"
           " token mode matches them only as tokens)\n")
@@ -196,13 +210,19 @@ def main_scan(argv: list[str], out: TextIO | None = None) -> int:
             if "error" in r:
                 out.write(f"{fit_path(r['path'], 60):60} ERROR {r['error'][:200]}\n")
                 continue
+            reasoning = r["reasoning"] or "-"
+            if "reasoning" in r["builtin_only"]:
+                reasoning = f"({reasoning})"  # the builtin's markers, no render shows them
             out.write(f"{fit_path(r['path'], 60):60} {r['dialect'] or '-':14} {r['confidence']:5.2f} "
-                      f"{r['tools'] or '-':9} {r['reasoning'] or '-':12} {r['self_check']}\n")
+                      f"{r['tools'] or '-':9} {reasoning:12} {r['self_check']}\n")
         ok = [r for r in rows if "error" not in r]
         out.write(f"\n{len(rows)} analysed in {time.perf_counter() - t0:.1f} s: {len(ok)} derived, "
                   f"{sum(1 for r in ok if r['dialect'])} match a builtin dialect, "
                   f"{sum(1 for r in ok if r['confidence'] >= 0.9)} with confidence >= 0.9, "
                   f"{len(rows) - len(ok)} errors\n")
+        if any("reasoning" in r.get("builtin_only", ()) for r in ok):
+            out.write("(reasoning in brackets): builtin-only, added by the matched dialect; no render of the "
+                      "template shows it\n")
     return 0
 
 
@@ -234,6 +254,8 @@ def _scan_row(path: str, known: bool = True) -> dict[str, Any]:
         return {"path": path, "dialect": p.name, "confidence": p.confidence,
                 "tools": p.tools.codec.kind if p.tools else None,
                 "reasoning": "/".join(p.reasoning.close) if p.reasoning else None,
+                "builtin_only": list(p.builtin.added) if p.builtin else [],
+                "builtin_declined": sorted(p.builtin.declined) if p.builtin else [],
                 "self_check": f"{an.check.passed}/{an.check.rendered}", "ms": round(an.seconds * 1000),
                 "cached": bool(getattr(an, "cached", False))}
     except AutoparserError as e:

@@ -78,16 +78,26 @@ class Findings:
         if value is not None and name != "confidence":  # "confidence" is the profile's own (confidence.py)
             self.confidence[name] = value
         ev = Evidence(name, rule.name, text, clip(snippet), effect, value)
-        self.records.append(ev)
-        self.evidence.append(ev.line())
+        self._record(ev)
         return ev
+
+    def _record(self, ev: Evidence) -> None:
+        """Keep ``ev`` and its line once: a rule that fires twice on the same reading (a probe
+        retried without tools) says one thing."""
+        if ev not in self.records:
+            self.records.append(ev)
+        if ev.line() not in self.evidence:
+            self.evidence.append(ev.line())
 
     def say(self, fieldname: str, conf: float, text: str) -> None:
         """Evidence from no registered rule (kept for code not yet expressed as rules)."""
         self.confidence[fieldname] = conf
-        ev = Evidence(fieldname, "", text, "", "set", conf)
-        self.records.append(ev)
-        self.evidence.append(ev.line())
+        self._record(Evidence(fieldname, "", text, "", "set", conf))
+
+    def line(self, text: str) -> None:
+        """A plain evidence line (no rule decided it: a count, a note), kept once."""
+        if text not in self.evidence:
+            self.evidence.append(text)
 
     def drop(self, fieldname: str) -> None:
         """Forget what was established for ``fieldname`` (a later, better look replaces it)."""

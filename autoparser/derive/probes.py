@@ -254,6 +254,20 @@ class Prober:
             self._prompts[key] = self.render(base, tools=tools, agp=True, **kw)
         return self._prompts[key]
 
+    def setting_prompt(self, tools: list[dict[str, Any]] | None, **kw: Any) -> str | None:
+        """The generation prompt with a template variable set to a probe value, or None when the
+        template refuses it. Not a probe of the protocol: a failure is not recorded, binds no
+        variable, and a render over its limit does not stop the analysis."""
+        if self.out_of_time is not None or time.monotonic() > self.deadline:
+            return None
+        self.renders += 1
+        try:
+            return self.renderer.render([{"role": "user", "content": USER}],
+                                        tools=_flat(tools) if self.flat_tools else tools, add_generation_prompt=True,
+                                        bos_token=self.bos, eos_token=self.eos, **{**self.filled, **kw})
+        except TemplateError:  # refused, or over a limit (the time limit included)
+            return None
+
     def prompt(self, tools: list[dict[str, Any]] | None = None, **kw: Any) -> str | None:
         self.attempted += 1
         try:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ..errors import TemplateError
 from ..profile import ReasoningSpec
 from .extract import Findings
 from .markup import (
@@ -20,6 +21,7 @@ from .markup import (
 from .probes import (
     CONTENT,
     REASONING,
+    USER,
     Probe,
     Prober,
     after_user,
@@ -42,6 +44,8 @@ PROMPT_DIFF = Rule("reasoning.prompt_diff", "reasoning",
                    "a template that drops reasoning from history shows its markers in what thinking on/off changes")
 PROMPT_TAIL = Rule("reasoning.prompt_tail_guess", "reasoning",
                    "a prompt ending in an open tag no history render shows opens a block: assume its closing form")
+HISTORY_CUT = Rule("reasoning.history_cut", "reasoning",
+                   "a template that drops what precedes the guessed close from a reply in history knows that block")
 NONE = Rule("reasoning.none", "reasoning", "no render and no prompt switch shows a reasoning block")
 PREFILLED = Rule("reasoning.prefilled", "reasoning.start",
                  "the default generation prompt ends with the open marker: output starts inside the block")
@@ -53,8 +57,10 @@ LABELLED = Rule("reasoning.labelled_open", "reasoning.open",
 WRAPPER_ENDS = Rule("reasoning.content_wrapper_ends", "reasoning.close",
                     "when the prompt opens the block, the content wrapper written in its place means "
                     "the block is over: it closes reasoning too")
-RULES = (BLOCK, CALL_TURN, OPEN_FROM_PROMPT, WRAPPER_AFTER, WRAPPER_GLUED, SWITCH, PROMPT_DIFF, PROMPT_TAIL, NONE,
-         PREFILLED, LABELLED, WRAPPER_ENDS)
+PHRASE = Rule("reasoning.bracketed_phrase", "reasoning.close",
+              "words inside one pair of brackets ([BEGIN FINAL RESPONSE]) are one marker: spaces do not split it")
+RULES = (PHRASE, BLOCK, CALL_TURN, OPEN_FROM_PROMPT, WRAPPER_AFTER, WRAPPER_GLUED, SWITCH, PROMPT_DIFF,
+         PROMPT_TAIL, HISTORY_CUT, NONE, PREFILLED, LABELLED, WRAPPER_ENDS)
 
 _WS = " \t\r\n"
 
@@ -95,7 +101,10 @@ def find_reasoning(pr: Prober, f: Findings, tools: list[dict[str, Any]] | None,
             return  # the first look's findings stand
         f.drop("reasoning")
     prompts: dict[str, str | None] = {"default": after_user(pr.prompt(tools))}
+    prompts["on"] = prompts["off"] = prompts["default"]
     for var in ("enable_thinking", "thinking", "reasoning"):
+        if not pr.renderer.reads(var):
+            continue  # a variable the template never names cannot change its prompt
         on = after_user(pr.prompt(tools, **{var: True}))
         off = after_user(pr.prompt(tools, **{var: False}))
         prompts["on"], prompts["off"] = on, off
@@ -133,6 +142,10 @@ def find_reasoning(pr: Prober, f: Findings, tools: list[dict[str, Any]] | None,
                     f.fire(WRAPPER_GLUED, snippet=between,
                            text=f"{wrap!r} is a close glued to the content wrapper {wrap[cuts[-1]:]!r}")
             close_m = first_token(b)
+            phrase = _bracketed_phrase(b)
+            if phrase and phrase != close_m:
+                close_m = phrase
+                f.fire(PHRASE, snippet=between, text=f"{phrase!r} closes the block as one marker")
             if not open_m:
                 for src in (span_probe.prompt_tail, prompts["on"] or "", prompts["default"] or ""):
                     tail = last_tag(src)
@@ -184,6 +197,11 @@ def find_reasoning(pr: Prober, f: Findings, tools: list[dict[str, Any]] | None,
                        f"assumed its closing form {guess!r} (not confirmed by any render)")
                 how_rule, how_snippet = PROMPT_TAIL, dflt[-80:]
                 f.fire(PROMPT_TAIL, conf=0.55, snippet=how_snippet, text=how)
+                cut = _history_cut(pr, tools, guess)
+                if cut is not None:
+                    f.fire(HISTORY_CUT, conf=0.85, snippet=cut,
+                           text=f"a reply holding {guess!r} goes back into history without what precedes it: "
+                                "the template knows the block (the guess is confirmed)")
     if not close_m:
         f.fire(NONE, conf=0.85, snippet=(span_probe.span if span_probe else None),
                text="no render shows a reasoning block")
@@ -214,6 +232,26 @@ def find_reasoning(pr: Prober, f: Findings, tools: list[dict[str, Any]] | None,
     if "reasoning" not in f.confidence:
         f.fire(how_rule, conf=0.95 if span_probe is not None else prompt_conf, snippet=how_snippet,
                text=f"open {open_m!r}, close {close_m!r}, start {start}; {how}")
+
+def _history_cut(pr: Prober, tools: list[dict[str, Any]] | None, close: str) -> str | None:
+    """The render of a conversation whose earlier reply holds ``close``, when the template wrote that
+    reply without what precedes ``close`` (a template that knows the block cuts it out of history),
+    else None."""
+    reply = {"role": "assistant", "content": f"{REASONING}{close}{CONTENT}"}
+    try:
+        text = pr.render([{"role": "user", "content": USER}, reply, {"role": "user", "content": USER}],
+                         tools=tools, agp=False)
+    except TemplateError:
+        return None
+    return text[text.find(USER):] if CONTENT in text and REASONING not in text else None
+
+
+def _bracketed_phrase(text: str) -> str:
+    """The bracketed run ``text`` starts with when it holds spaces but no line break
+    (``[BEGIN FINAL RESPONSE]``, ``<end of thought>``), else ''."""
+    m = re.match(r"\[[^\[\]\n]{1,62}\]|<[^<>\n]{1,62}>", text)
+    return m.group() if m and " " in m.group() and m.group()[1] != " " else ""
+
 
 def _closing_form(tok: str) -> str:
     m = re.fullmatch(r"<([^/<>\s][^<>\s]*)>", tok)

@@ -53,7 +53,7 @@ SNIPPET_CHARS = 160
 RULE_MODULES: tuple[str, ...] = ("extract", "reasoning", "messages", "probes", "tools.shapes", "tools.blocks",
                                  "tools.layout", "tools.jsoncalls", "tools.pythonic", "tools.namejson",
                                  "tools.tagged", "tools.pattern", "tools.search", "failures", "structure",
-                                 "confidence")
+                                 "confidence", "known", "settings")
 
 Effect = Literal["set", "cap", "note"]
 

@@ -26,7 +26,7 @@ from typing import Any
 from ..profile import Profile
 from .probes import USER, CallShape, Prober
 
-__all__ = ["CHECK_TOOLS", "CheckResult", "self_check"]
+__all__ = ["CHECK_TOOLS", "CheckResult", "Sample", "replay", "self_check"]
 
 _PARAMS = {"type": "object", "properties": {
     "text": {"type": "string"}, "count": {"type": "integer"}, "ratio": {"type": "number"},
@@ -48,8 +48,47 @@ _STRINGS = ["Paris", "Tōkyō \"central\"", "line1\nline2", "a { b } [c]", "C:\\
             "用户 数据"]
 
 
+@dataclass(frozen=True)
+class Sample:
+    """One rendered self-check message: the assistant's output and what it must parse back to."""
+
+    span: str
+    tools: list[dict[str, Any]]
+    message: dict[str, Any]
+    calls: list[dict[str, Any]]
+    label: str
+
+    def problems(self, prof: Profile) -> list[str]:
+        """What ``prof`` gets wrong when it parses this output (empty: parsed back exactly)."""
+        from ..parse import parse
+
+        r, span, msg = prof.reasoning, self.span, self.message
+        mode = "explicit"
+        if r is not None:
+            close_at = min((span.find(c) for c in r.close if c in span), default=-1)
+            open_at = min((span.find(o) for o in r.open if o in span), default=-1)
+            if close_at >= 0 and not 0 <= open_at < close_at:
+                # the history writes the block's close without its open: the prompt opened it
+                mode = "prefilled"
+        res = parse(span, prof, tools=self.tools, reasoning=mode if r is not None else None)
+        got_calls = [{"name": c.name, "arguments": c.arguments} for c in res.tool_calls]
+        problems = []
+        if got_calls != self.calls:
+            problems.append(f"calls {got_calls} != {self.calls}")
+        want_content = msg.get("content") or ""
+        if _norm(res.content) != _norm(want_content):
+            problems.append(f"content {res.content!r} != {want_content!r}")
+        if "reasoning_content" in msg and msg["reasoning_content"] in span:
+            if _norm(res.reasoning) != _norm(msg["reasoning_content"]):
+                problems.append(f"reasoning {res.reasoning!r}")
+        elif res.reasoning.strip() and "reasoning_content" not in msg:
+            problems.append(f"unexpected reasoning {res.reasoning!r}")
+        return problems
+
+
 @dataclass
 class CheckResult:
+    samples: list[Sample] = field(default_factory=list)  # the rendered messages, for replay()
     rendered: int = 0
     passed: int = 0
     failures: list[str] = field(default_factory=list)
@@ -137,12 +176,12 @@ def self_check(pr: Prober, prof: Profile, *, n: int = 10, seed: int = 7,
         want_calls: list[dict[str, Any]] = []
         content = rng.choice(["Sure, here it is.", "The answer is 42.", "Ça marche — 好的!"])
         label = "content"
-        if kind == 0 or not has_calls:
-            msg["content"] = content
-        elif kind == 1 and (r is not None or prof.messages is not None):
+        if kind == 1 and (r is not None or prof.messages is not None):
             msg["content"] = content
             msg["reasoning_content"] = rng.choice(["First, think.", "Compare a and b; pick b."])
             label = "reasoning"
+        elif kind == 0 or not has_calls:
+            msg["content"] = content
         else:
             k = 1 + (i % 3) if kind < 4 else 1
             for _ in range(k):
@@ -185,26 +224,9 @@ def self_check(pr: Prober, prof: Profile, *, n: int = 10, seed: int = 7,
         if kind == 4 and _norm(parse(p.span, prof, tools=tools).reasoning) == _norm(content):
             continue  # the template writes a call turn's content as reasoning: not this shape
         out.rendered += 1
-        mode = "explicit"
-        if r is not None:
-            close_at = min((p.span.find(c) for c in r.close if c in p.span), default=-1)
-            open_at = min((p.span.find(o) for o in r.open if o in p.span), default=-1)
-            if close_at >= 0 and not 0 <= open_at < close_at:
-                # the history writes the block's close without its open: the prompt opened it
-                mode = "prefilled"
-        res = parse(p.span, prof, tools=tools, reasoning=mode if r is not None else None)
-        got_calls = [{"name": c.name, "arguments": c.arguments} for c in res.tool_calls]
-        problems = []
-        if got_calls != want_calls:
-            problems.append(f"calls {got_calls} != {want_calls}")
-        want_content = msg.get("content") or ""
-        if _norm(res.content) != _norm(want_content):
-            problems.append(f"content {res.content!r} != {want_content!r}")
-        if "reasoning_content" in msg and msg["reasoning_content"] in p.span:
-            if _norm(res.reasoning) != _norm(msg["reasoning_content"]):
-                problems.append(f"reasoning {res.reasoning!r}")
-        elif res.reasoning.strip() and "reasoning_content" not in msg:
-            problems.append(f"unexpected reasoning {res.reasoning!r}")
+        sample = Sample(p.span, tools, dict(msg), want_calls, label)
+        out.samples.append(sample)
+        problems = sample.problems(prof)
         if problems:
             out.failures.append(f"{p.span[:120]!r}: " + "; ".join(problems))
             out.failed_kinds[label] += 1
@@ -212,3 +234,9 @@ def self_check(pr: Prober, prof: Profile, *, n: int = 10, seed: int = 7,
             out.passed += 1
             out.kinds[label] += 1
     return out
+
+
+def replay(check: CheckResult, prof: Profile) -> list[bool]:
+    """Which of the self-check's rendered messages ``prof`` parses back (no new renders): how
+    another profile (a builtin dialect's fields over the derived ones) is judged by the same renders."""
+    return [not s.problems(prof) for s in check.samples]

@@ -66,7 +66,7 @@ def _reasoning(profile: Profile) -> dict[str, Any] | None:
     r = profile.reasoning
     if profile.messages is not None:
         return _own(profile)
-    if r is None:
+    if r is None or profile.builtin_only("reasoning"):  # no render shows a block: configure no parser
         return None
     # one close tag, at most one open tag, and a start state GenAI can express
     if len(r.close) != 1 or len(r.open) > 1 or r.start == "auto" or (r.start == "explicit" and not r.open):

@@ -263,6 +263,8 @@ def resolve_profile(prof: Profile, host_name: str, *, source: str = "",
     """:func:`resolve` for a profile already in hand; ``samples`` are the template's own call turns
     (text, expected calls), which a named tool parser must read back exactly."""
     h = host(host_name)
+    if prof.builtin_only("reasoning"):  # the known dialect adds it, no render shows it (Profile.builtin)
+        prof = replace(prof, reasoning=None)
     tools = _bind_tools(h, prof, samples) if (prof.tools is not None or prof.messages is not None) else None
     reasoning = (_bind_reasoning(h, prof, tools.parser if tools else None) if prof.reasoning is not None
                  else _bind_harmony(h) if prof.messages is not None else None)

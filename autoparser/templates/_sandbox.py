@@ -329,11 +329,21 @@ class CompiledTemplate:
 
     def __init__(self, template: jinja2.Template, tree: nodes.Template) -> None:
         self._template = template
+        self._tree = tree
+        self._inputs: dict[str, tuple[object, ...]] | None = None
         # every name the template could read an input by: variables, attributes, string keys
         self.names = frozenset(
             [n.name for n in tree.find_all(nodes.Name)]
             + [n.attr for n in tree.find_all(nodes.Getattr)]
             + [n.value for n in tree.find_all(nodes.Const) if isinstance(n.value, str)])
+
+    def inputs(self) -> dict[str, tuple[object, ...]]:
+        """The template's own variables and the constants it compares them with (``_variables``)."""
+        if self._inputs is None:
+            from autoparser.templates._variables import template_inputs
+
+            self._inputs = template_inputs(self._tree, self._template.environment.globals)
+        return self._inputs
 
     def new_budget(self, limits: RenderLimits) -> Budget:
         """A fresh budget for one render (it must know how to look inside Jinja namespaces)."""

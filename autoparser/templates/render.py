@@ -79,6 +79,11 @@ class TemplateRenderer:
         a string key): a template that never names ``tool_calls`` cannot write a call."""
         return name in self._compiled.names
 
+    def inputs(self) -> dict[str, tuple[object, ...]]:
+        """The variables this template reads beyond the standard inputs (``enable_thinking``,
+        ``reasoning_effort``, ...), each with the constant values it compares them with."""
+        return self._compiled.inputs()
+
     def render(
         self,
         messages: Sequence[Mapping[str, Any]],
