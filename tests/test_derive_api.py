@@ -24,6 +24,16 @@ def test_analyze_derives_and_names() -> None:
     assert res.reasoning == "hm" and res.tool_calls[0].arguments == {"x": 1} and res.content == ""
 
 
+def test_a_template_that_prints_the_time_derives_as_one_that_does_not() -> None:
+    # every probe reads one clock: a template that prints the time to the microsecond (Hunyuan's
+    # prints seconds) must not differ between two probes by the clock alone
+    timed = "<|im_start|>system\nNow: {{ strftime_now('%H:%M:%S.%f') }}<|im_end|>\n" + TEMPLATE
+    assert timed != TEMPLATE
+    plain, stamped = autoparser.analyze(TEMPLATE, known=False), autoparser.analyze(timed, known=False)
+    assert (stamped.tools, stamped.reasoning, stamped.strip) == (plain.tools, plain.reasoning, plain.strip)
+    assert stamped.history == plain.history and stamped.confidence == plain.confidence
+
+
 def test_special_tokens_confirm_markers() -> None:
     p = autoparser.analyze(TEMPLATE, known=False, special_tokens=("<tool_call>", "</tool_call>", "<|im_end|>"))
     assert any("special tokens" in e and "<tool_call>" in e for e in p.evidence)

@@ -290,6 +290,17 @@ def test_strftime_now() -> None:
     assert text in (before, after)
 
 
+def test_a_fixed_clock_makes_every_render_read_the_same_time() -> None:
+    from autoparser.templates.render import TemplateRenderer
+
+    fmt = "{{ strftime_now('%Y-%m-%d %H:%M:%S.%f') }}"
+    moment = datetime(2026, 1, 2, 3, 4, 5, 678901)
+    fixed = TemplateRenderer(fmt, now=moment)
+    assert {fixed.render(USER) for _ in range(5)} == {"2026-01-02 03:04:05.678901"}
+    live = TemplateRenderer(fmt)
+    assert len({live.render(USER) for _ in range(5)}) > 1  # microseconds: each render reads the clock
+
+
 def test_tojson_keeps_unicode_order_and_html() -> None:
     value = {"z": "é ✓ <b>&'", "a": [1, 2.5, None, True]}
     text = render("{{ v|tojson }}", USER, v=value)

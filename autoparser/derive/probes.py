@@ -15,6 +15,7 @@ import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from ..errors import TemplateError
@@ -156,7 +157,9 @@ class Prober:
                  time_budget: float = 20.0) -> None:
         from ..templates.render import TemplateRenderer
 
-        self.renderer = TemplateRenderer(template)
+        # one clock for every probe: probes are compared with each other, and a template that
+        # prints the time (Hunyuan's, to the second) must not differ between two by the clock alone
+        self.renderer = TemplateRenderer(template, now=datetime.now())
         self.permissive = False  # set once the analysis needs the engines' laxer semantics
         self.bos = bos or ""
         self.eos = eos or ""
@@ -194,7 +197,8 @@ class Prober:
 
         self.renders += 1
         if self.renderer.permissive != self.permissive:
-            self.renderer = TemplateRenderer(self.renderer.source, permissive=self.permissive)
+            self.renderer = TemplateRenderer(self.renderer.source, permissive=self.permissive,
+                                             now=self.renderer.now)
         while True:
             try:
                 return self.renderer.render(messages, tools=_flat(tools) if self.flat_tools else tools,

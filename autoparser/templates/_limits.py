@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from autoparser.templates._exceptions import TemplateLimitExceeded
@@ -94,8 +95,13 @@ class Budget:
         *,
         children: Callable[[object], Iterable[object] | None] | None = None,
         timed: bool = True,
+        now: datetime | None = None,
     ) -> None:
         self.limits = limits
+        # what ``strftime_now`` reads: fixed by a caller that renders one template many times and
+        # compares the renders (a template that prints the time to the second would otherwise
+        # differ between two probes by the clock alone), else the time of the render
+        self.now = now if now is not None else datetime.now()
         self._deadline = time.monotonic() + limits.time_seconds if timed else math.inf
         self._children = children
         self._sizes: dict[int, tuple[int, object]] = {}

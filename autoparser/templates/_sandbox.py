@@ -67,8 +67,9 @@ def _raise_exception(message: Any) -> None:
 
 
 def _strftime_now(format: str) -> str:
-    """``strftime_now(fmt)``: the current local time, as transformers provides it."""
-    return datetime.now().strftime(format)
+    """``strftime_now(fmt)``: the local time, as transformers provides it (the render's clock:
+    see :class:`~autoparser.templates._limits.Budget`)."""
+    return current_budget().now.strftime(format)
 
 
 def _tojson(
@@ -345,9 +346,9 @@ class CompiledTemplate:
             self._inputs = template_inputs(self._tree, self._template.environment.globals)
         return self._inputs
 
-    def new_budget(self, limits: RenderLimits) -> Budget:
+    def new_budget(self, limits: RenderLimits, now: datetime | None = None) -> Budget:
         """A fresh budget for one render (it must know how to look inside Jinja namespaces)."""
-        return Budget(limits, children=_children)
+        return Budget(limits, children=_children, now=now)
 
     def generate(self, context: dict[str, Any]) -> Generator[str, None, None]:
         """The rendered text in chunks; run it inside ``active_budget``."""

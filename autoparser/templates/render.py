@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from autoparser.templates._exceptions import TemplateBlocked, TemplateLimitExceeded, TemplateRaised
@@ -55,12 +56,16 @@ class TemplateRenderer:
     as lists. The analyzer falls back to it when a template cannot write tool calls otherwise;
     renders that must match transformers never use it.
 
+    ``now`` fixes the time ``strftime_now`` reads, for callers that compare renders of one template
+    (the analyzer's probes): without it each render reads the clock, as transformers does.
+
     Raises :class:`~autoparser.errors.TemplateError` when the template does not compile (with the line),
     when it fails or refuses (``raise_exception`` gives :class:`TemplateRaised`), and when it exceeds
     a limit (:class:`TemplateLimitExceeded`).
     """
 
-    def __init__(self, source: str, *, limits: RenderLimits | None = None, permissive: bool = False) -> None:
+    def __init__(self, source: str, *, limits: RenderLimits | None = None, permissive: bool = False,
+                 now: datetime | None = None) -> None:
         if not isinstance(source, str):
             raise TypeError(f"a chat template must be a str, got {type(source).__name__}")
         self.limits = limits if limits is not None else RenderLimits()
@@ -72,6 +77,7 @@ class TemplateRenderer:
 
         self.source = source
         self.permissive = permissive
+        self.now = now  # what ``strftime_now`` reads in every render; ``None``: the time of each render
         self._compiled: CompiledTemplate = compile_template(source, permissive)
 
     def reads(self, name: str) -> bool:
@@ -133,7 +139,7 @@ class TemplateRenderer:
             "eos_token": eos_token or "",
         }
         context.update(plain_data(extra))
-        budget = self._compiled.new_budget(self.limits)
+        budget = self._compiled.new_budget(self.limits, self.now)
         chunks: list[str] = []
         with active_budget(budget):
             stream = self._compiled.generate(context)
