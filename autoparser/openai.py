@@ -11,9 +11,13 @@ back exactly as the model wrote it (the return trip; ``Profile.history``).
 
 Conventions chosen here (OpenAI's own behaviour where it has one):
 
-- ``content`` is ``None`` when it is empty and the message has tool calls (what OpenAI returns for
-  a pure tool-call turn), and a string — possibly ``""`` — otherwise, so a plain-text client never
-  meets ``None`` where it expects text.
+- ``content`` is ``None`` when it is empty or whitespace only and the message has tool calls (what
+  OpenAI returns for a pure tool-call turn, such as the newline a model writes between
+  ``</think>`` and a call), and a string — possibly ``""`` — otherwise, so a plain-text client
+  never meets ``None`` where it expects text. The stream says the same to a client that folds it
+  (openai-python's ``ChatCompletionStreamState``): the role chunk carries no content, content
+  that is whitespace only is held until visible text follows it, and at the end it is sent
+  (``""`` if there was none) only when the message has no tool calls.
 - Reasoning goes under ``reasoning_content`` (DeepSeek, vLLM, SGLang, llama.cpp) and only when
   non-empty; ``reasoning_key="reasoning"`` selects the newer vLLM/OpenRouter spelling.
 - Streamed tool-call ``index`` values are OpenAI-visible positions, numbered 0, 1, 2... in the
@@ -69,16 +73,17 @@ FinishReason = Literal["stop", "tool_calls", "length"]
 _DEFAULT_REASONING_KEY = "reasoning_content"
 
 
-def _message(
-    reasoning: str, content: str, tool_calls: list[dict[str, Any]], reasoning_key: str
-) -> dict[str, Any]:
-    """The one place that applies the message conventions, so both directions agree by construction.
+def _blank(text: str) -> bool:
+    """Content a message with tool calls drops (``content: None``): the one test, used by the
+    message and by the stream."""
+    return not text.strip()
 
-    With tool calls, whitespace-only content (the newline a model writes between two calls) is
-    ``None``, as OpenAI returns it; without tool calls content is kept as it is, even when empty.
-    """
-    empty = not content.strip()
-    msg: dict[str, Any] = {"role": "assistant", "content": None if (empty and tool_calls) else content}
+
+def _message(
+    reasoning: str, content: str | None, tool_calls: list[dict[str, Any]], reasoning_key: str
+) -> dict[str, Any]:
+    """An assistant message; ``content`` None becomes ``None`` only as the conventions say."""
+    msg: dict[str, Any] = {"role": "assistant", "content": content}
     if reasoning:
         msg[reasoning_key] = reasoning
     if tool_calls:
@@ -95,7 +100,9 @@ def message_from_result(result: Result, *, reasoning_key: str = _DEFAULT_REASONI
     is what the wire carries; compare parsed JSON, not strings, against a stream whose argument
     fragments came from the model's own formatting.
     """
-    return _message(result.reasoning, result.content, tool_calls_from_result(result), reasoning_key)
+    calls = tool_calls_from_result(result)
+    content = None if calls and _blank(result.content) else result.content
+    return _message(result.reasoning, content, calls, reasoning_key)
 
 
 def tool_calls_from_result(result: Result) -> list[dict[str, Any]]:
@@ -163,11 +170,14 @@ class ChunkStream:
             write(sse(chunk))
         write(sse_done())
 
-    The first chunk is ``delta={"role": "assistant", "content": ""}`` (as OpenAI and vLLM send
-    it); :meth:`start` emits it early for servers that want to flush headers before the model
-    speaks, otherwise the first :meth:`push` or :meth:`finish` does. Adjacent deltas of one kind
-    within a single :meth:`push` share a chunk, so a feed that yields many small events costs one
-    SSE frame per kind rather than one per event; empty deltas produce nothing.
+    The first chunk is ``delta={"role": "assistant", "content": None}``; :meth:`start` emits it
+    early for servers that want to flush headers before the model speaks, otherwise the first
+    :meth:`push` or :meth:`finish` does. Content that is whitespace only is held until visible
+    text follows (then sent with it) or the end (then sent only if no call came, ``""`` if there
+    was none): so a client folding the chunks gets :func:`message_from_result`'s content, ``None``
+    for a tool-call turn. Adjacent deltas of one kind within a single :meth:`push` share a chunk,
+    so a feed that yields many small events costs one SSE frame per kind rather than one per
+    event; empty deltas produce nothing.
     """
 
     def __init__(
@@ -189,6 +199,8 @@ class ChunkStream:
         self._wire: dict[int, int] = {}  # engine call index -> OpenAI index
         self._finish_reason: FinishReason | None = None
         self._truncated_call = False
+        self._blank: list[str] = []  # whitespace-only content not sent yet
+        self._visible = False        # content with visible text has been sent
 
     # -- public -----------------------------------------------------------------------------------
 
@@ -202,7 +214,7 @@ class ChunkStream:
         if self._started:
             return []
         self._started = True
-        return [self._chunk({"role": "assistant", "content": ""})]
+        return [self._chunk({"role": "assistant", "content": None})]
 
     def push(self, events: Iterable[Event]) -> list[dict[str, Any]]:
         """Chunks for ``events`` (what one ``feed()`` or ``close()`` returned)."""
@@ -227,6 +239,9 @@ class ChunkStream:
             raise ValueError("include_usage=True: finish() needs usage")
         out = self.start()
         self._finished = True
+        if not self._visible and not self._wire:  # no call: the content as it is, even empty
+            out.append(self._chunk({"content": "".join(self._blank)}))
+        self._blank = []
         reason: FinishReason
         if self._truncated_call:
             reason = "length"
@@ -264,14 +279,22 @@ class ChunkStream:
     def _apply(self, ev: Event, deltas: list[dict[str, Any]]) -> None:
         """Append ``ev``'s delta to ``deltas``, merging with the previous one when they are alike."""
         if isinstance(ev, ContentDelta | ReasoningDelta):
-            if not ev.text:
+            text = ev.text
+            if not text:
                 return
+            if isinstance(ev, ContentDelta) and not self._visible:
+                if _blank(text):  # it may still be the whitespace of a tool-call turn: held
+                    self._blank.append(text)
+                    return
+                self._visible = True
+                text = "".join(self._blank) + text
+                self._blank = []
             key = "content" if isinstance(ev, ContentDelta) else self.reasoning_key
             last = deltas[-1] if deltas else None
             if last is not None and len(last) == 1 and key in last:
-                last[key] += ev.text
+                last[key] += text
             else:
-                deltas.append({key: ev.text})
+                deltas.append({key: text})
         elif isinstance(ev, ToolCallStart):
             if ev.index in self._wire:
                 raise ValueError(f"ToolCallStart for call {ev.index} seen twice")
@@ -345,14 +368,16 @@ def sse_done() -> str:
 def accumulate(
     chunks: Iterable[Mapping[str, Any]], *, reasoning_key: str = _DEFAULT_REASONING_KEY
 ) -> dict[str, Any]:
-    """Fold ``chat.completion.chunk`` objects into the assistant message, as an OpenAI client does.
+    """Fold ``chat.completion.chunk`` objects into the assistant message, as an OpenAI client does
+    (openai-python's ``ChatCompletionStreamState``; a test checks the two agree).
 
     Only choice 0 is folded; chunks without it (the usage chunk) are skipped. String fields are
-    concatenated, tool calls are gathered by ``index`` and returned in index order. Both
-    ``reasoning_content`` and ``reasoning`` deltas are read; the message uses ``reasoning_key``.
-    The result follows the same conventions as :func:`message_from_result`.
+    concatenated (``content`` stays ``None`` until a chunk carries a string), tool calls are
+    gathered by ``index`` and returned in index order. Both ``reasoning_content`` and
+    ``reasoning`` deltas are read; the message uses ``reasoning_key``. Nothing is normalised: a
+    stream from :class:`ChunkStream` folds to :func:`message_from_result` by construction.
     """
-    content: list[str] = []
+    content: list[str] | None = None
     reasoning: list[str] = []
     calls: dict[int, dict[str, Any]] = {}
     for chunk in chunks:
@@ -360,8 +385,8 @@ def accumulate(
             if choice.get("index", 0) != 0:
                 continue
             delta: Mapping[str, Any] = choice.get("delta") or {}
-            if delta.get("content"):
-                content.append(delta["content"])
+            if isinstance(delta.get("content"), str):
+                content = (content or []) + [delta["content"]]
             for key in ("reasoning_content", "reasoning"):
                 if delta.get(key):
                     reasoning.append(delta[key])
@@ -379,4 +404,4 @@ def accumulate(
                 if fn.get("arguments"):
                     slot["function"]["arguments"] += fn["arguments"]
     ordered = [calls[i] for i in sorted(calls)]
-    return _message("".join(reasoning), "".join(content), ordered, reasoning_key)
+    return _message("".join(reasoning), None if content is None else "".join(content), ordered, reasoning_key)

@@ -23,6 +23,7 @@ jsonschema is only needed for the comparison rows; they are skipped when it is n
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import subprocess
 import sys
@@ -43,7 +44,8 @@ SMALL = {
 }
 SMALL_GOOD = {"city": "Paris", "days": 3}
 SMALL_BAD = {"city": 5, "days": 40}
-FORECAST = json.loads((ROOT / "fixtures" / "schemas" / "pydantic.json").read_text(encoding="utf-8"))["tools"]["forecast"]
+FORECAST = json.loads((ROOT / "fixtures" / "schemas" / "pydantic.json").read_text(encoding="utf-8"))["tools"][
+    "forecast"]
 FORECAST_GOOD = {"location": {"city": "Paris", "country": None}, "days": 7, "unit": "fahrenheit"}
 FORECAST_BAD = {"location": {"country": "FR"}, "days": 40, "unit": "kelvin"}
 
@@ -70,7 +72,8 @@ def main(argv: list[str] | None = None) -> int:
     from autoparser.engine.values import validate_arguments
 
     rows: dict[str, float] = {"import fastjsonschema ms": import_ms("fastjsonschema")}
-    cases = {"small": (SMALL["get_weather"], SMALL_GOOD, SMALL_BAD), "forecast": (FORECAST, FORECAST_GOOD, FORECAST_BAD)}
+    cases = {"small": (SMALL["get_weather"], SMALL_GOOD, SMALL_BAD),
+             "forecast": (FORECAST, FORECAST_GOOD, FORECAST_BAD)}
     for label, (schema, good, bad) in cases.items():
         view, _ = schema_mod.draft07_view(schema)
 
@@ -80,10 +83,8 @@ def main(argv: list[str] | None = None) -> int:
         validate = compile_fast()
 
         def run_fast(instance: Any, validate: Any = validate) -> None:
-            try:
+            with contextlib.suppress(fastjsonschema.JsonSchemaException):
                 validate(instance)
-            except fastjsonschema.JsonSchemaException:
-                pass
 
         rows[f"{label}: fastjsonschema compile µs"] = best(compile_fast, 5) * 1e6
         rows[f"{label}: fastjsonschema valid call µs"] = best(lambda g=good, r=run_fast: r(g), 5000) * 1e6
@@ -109,8 +110,10 @@ def main(argv: list[str] | None = None) -> int:
 
             validator = compile_js()
             rows[f"{label}: jsonschema compile (check_schema + validator) µs"] = best(compile_js, 20) * 1e6
-            rows[f"{label}: jsonschema valid call µs"] = best(lambda g=good, v=validator: list(v.iter_errors(g)), 500) * 1e6
-            rows[f"{label}: jsonschema invalid call µs"] = best(lambda b=bad, v=validator: list(v.iter_errors(b)), 500) * 1e6
+            rows[f"{label}: jsonschema valid call µs"] = best(
+                lambda g=good, v=validator: list(v.iter_errors(g)), 500) * 1e6
+            rows[f"{label}: jsonschema invalid call µs"] = best(
+                lambda b=bad, v=validator: list(v.iter_errors(b)), 500) * 1e6
     # whole text per small call, public API (bench_stream's calls workload shape, 300 calls)
     calls = "".join(
         f'<tool_call>\n{json.dumps({"name": "get_weather", "arguments": {"city": "Paris", "days": i % 14 + 1}})}\n'

@@ -1,6 +1,6 @@
 """docs/engine.md and the engine agree: the issue-code table and the state diagram are the ones the
-code renders, every issue code the engine source records is a registered one (and every registered
-one is used), and the transition table has a row for every marker a mode can find."""
+code renders, the engine records issues with the ``IssueCode`` enum only (and records every
+member), and the transition table has a row for every marker a mode can find."""
 
 from __future__ import annotations
 
@@ -21,42 +21,37 @@ ROOT = Path(__file__).resolve().parents[1]
 ENGINE = ROOT / "autoparser" / "engine"
 
 
-def _codes_used() -> set[str]:
-    """String constants passed as the code of ``self._issue(...)``, of ``Issue("code", ...)``, of
-    ``issues.append((code, ...))`` and of ``code = "a" if ... else "b"`` in the engine (the ways the
-    engine records one)."""
+def _codes_used() -> tuple[set[str], list[str]]:
+    """The ``IssueCode`` members the engine source names (``IssueCode.NAME``), and every place that
+    records an issue with a plain string instead (``Issue("code", ...)``, ``.issue("code", ...)``,
+    ``issues.append(("code", ...))``): there should be none, codes are the enum."""
     used: set[str] = set()
+    strings: list[str] = []
     for path in ENGINE.glob("*.py"):
+        if path.name == "issues.py":
+            continue
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for node in ast.walk(tree):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "Issue" \
-                    and node.args and isinstance(node.args[0], ast.Constant):
-                used.add(str(node.args[0].value))
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.args:
-                first = node.args[0]
-                if node.func.attr == "_issue":
-                    exprs = [first]
-                elif node.func.attr == "append" and isinstance(first, ast.Tuple) and len(first.elts) == 2 \
-                        and "issues" in ast.unparse(node.func.value):
-                    exprs = [first.elts[0]]
-                else:
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "IssueCode":
+                used.add(node.attr)
+            if not (isinstance(node, ast.Call) and node.args):
+                continue
+            first = node.args[0]
+            name = node.func.id if isinstance(node.func, ast.Name) else \
+                node.func.attr if isinstance(node.func, ast.Attribute) else ""
+            if name == "append":
+                if not (isinstance(first, ast.Tuple) and first.elts and "issues" in ast.unparse(node.func)):
                     continue
-                for e in exprs:
-                    for sub in ast.walk(e):
-                        if isinstance(sub, ast.Constant) and isinstance(sub.value, str):
-                            used.add(sub.value)
-            if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "code" for t in node.targets):
-                for sub in ast.walk(node.value):
-                    if isinstance(sub, ast.Constant) and isinstance(sub.value, str):
-                        used.add(sub.value)
-    return used
+                first = first.elts[0]
+            if name in ("Issue", "issue", "append") and isinstance(first, ast.Constant):
+                strings.append(f"{path.name}:{node.lineno}")
+    return used, strings
 
 
 def test_every_code_the_engine_records_is_registered() -> None:
-    used = _codes_used()
-    registered = {c.value for c in IssueCode}
-    assert used - registered == set(), "issue codes used but not in IssueCode"
-    assert registered - used == set(), "IssueCode members the engine never records"
+    used, strings = _codes_used()
+    assert strings == [], "issues recorded with a plain string, not an IssueCode"
+    assert used == {c.name for c in IssueCode}, "IssueCode members the engine never records"
 
 
 def test_engine_doc_carries_the_generated_issue_table() -> None:

@@ -86,7 +86,7 @@ def test_defaults_for_id_and_created() -> None:
 def test_content_only() -> None:
     chunks = stream([ContentDelta("Hello"), ContentDelta(", world")])
     assert deltas(chunks) == [
-        {"role": "assistant", "content": ""},
+        {"role": "assistant", "content": None},
         {"content": "Hello"},
         {"content": ", world"},
         {},
@@ -101,7 +101,7 @@ def test_reasoning_then_content() -> None:
     events: list[Event] = [ReasoningDelta("Think"), ReasoningDelta("ing."), ContentDelta("Answer.")]
     chunks = stream(events)
     assert deltas(chunks) == [
-        {"role": "assistant", "content": ""},
+        {"role": "assistant", "content": None},
         {"reasoning_content": "Think"},
         {"reasoning_content": "ing."},
         {"content": "Answer."},
@@ -125,12 +125,12 @@ def test_reasoning_key_can_be_renamed() -> None:
 
 def test_empty_deltas_produce_no_chunks() -> None:
     chunks = stream([ContentDelta(""), ReasoningDelta(""), ContentDelta("x")])
-    assert deltas(chunks) == [{"role": "assistant", "content": ""}, {"content": "x"}, {}]
+    assert deltas(chunks) == [{"role": "assistant", "content": None}, {"content": "x"}, {}]
 
 
 def test_empty_stream() -> None:
     chunks = stream([])
-    assert deltas(chunks) == [{"role": "assistant", "content": ""}, {}]
+    assert deltas(chunks) == [{"role": "assistant", "content": None}, {"content": ""}, {}]
     assert accumulate(chunks) == {"role": "assistant", "content": ""} == message_from_result(Result())
 
 
@@ -147,7 +147,7 @@ def test_one_call_with_several_argument_deltas() -> None:
     ]
     chunks = stream(events)
     assert deltas(chunks) == [
-        {"role": "assistant", "content": ""},
+        {"role": "assistant", "content": None},
         {
             "tool_calls": [
                 {
@@ -289,7 +289,7 @@ def test_cut_off_call_text_is_content_and_length_is_reported() -> None:
     events: list[Event] = [ContentDelta("Sure. "), ContentDelta(raw)]
     chunks = stream(events, length=True)
     assert deltas(chunks) == [
-        {"role": "assistant", "content": ""},
+        {"role": "assistant", "content": None},
         {"content": "Sure. "},
         {"content": raw},
         {},
@@ -312,7 +312,7 @@ def test_tool_call_end_adds_no_chunk() -> None:
 
 def test_push_coalesces_adjacent_deltas_of_one_kind() -> None:
     cs = ChunkStream(model=MODEL, id=ID, created=CREATED)
-    assert deltas(cs.start()) == [{"role": "assistant", "content": ""}]
+    assert deltas(cs.start()) == [{"role": "assistant", "content": None}]
     assert cs.start() == []
     out = cs.push(
         [
@@ -354,9 +354,9 @@ def test_push_coalesces_adjacent_deltas_of_one_kind() -> None:
 def test_first_chunk_is_the_role_even_without_start() -> None:
     cs = ChunkStream(model=MODEL)
     out = cs.push([ContentDelta("x")])
-    assert deltas(out) == [{"role": "assistant", "content": ""}, {"content": "x"}]
+    assert deltas(out) == [{"role": "assistant", "content": None}, {"content": "x"}]
     cs2 = ChunkStream(model=MODEL)
-    assert deltas(cs2.finish()) == [{"role": "assistant", "content": ""}, {}]
+    assert deltas(cs2.finish()) == [{"role": "assistant", "content": None}, {"content": ""}, {}]
 
 
 def test_length_finish() -> None:

@@ -149,10 +149,7 @@ def same(whole: Any, streamed: Any) -> None:
     """The streamed completion, as the client's helpers accumulated it, equals the whole one."""
     a, b = whole.choices[0], streamed.choices[0]
     assert a.finish_reason == b.finish_reason
-    # ChunkStream's role chunk carries content "" before it knows the turn is all calls, so the
-    # client accumulates "" where the whole message has None (autoparser.openai's to fix; both mean
-    # "no content"): compared as such until then
-    assert (a.message.role, a.message.content or None) == (b.message.role, b.message.content or None)
+    assert (a.message.role, a.message.content) == (b.message.role, b.message.content)
     assert calls_of(a.message) == calls_of(b.message)
     assert whole.usage is None or streamed.usage is None or whole.usage.prompt_tokens == streamed.usage.prompt_tokens
 
@@ -313,11 +310,16 @@ def test_the_reasoning_field_is_configurable(model: ServedModel) -> None:
         client = openai.OpenAI(base_url=running.base + "/v1", api_key="none", max_retries=0)
         kw: dict[str, Any] = dict(model=model.name, messages=[{"role": "user", "content": "Name one colour."}],
                                   temperature=0, max_tokens=24)
+        # the first greedy generation after the pipeline is built may differ from every later one
+        # (seen with openvino-genai 2026.4.1.0: the same request gave two texts, then only the
+        # second): one request first, so the compared ones generate the same tokens
+        client.chat.completions.create(**kw)
         whole = client.chat.completions.create(**kw).choices[0].message
         with client.chat.completions.stream(**kw) as s:
             for _ in s:
                 pass
-            streamed = s.get_final_completion().choices[0].message
+            # (24 tokens end at the length limit, which the client's final parse refuses)
+            streamed = s.current_completion_snapshot.choices[0].message
         raw = post(running.base + "/v1/chat/completions", json=kw).json()["choices"][0]["message"]
     finally:
         running.stop()

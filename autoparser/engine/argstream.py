@@ -102,7 +102,7 @@ class JsonArgStream:
 
     # -- output helpers ---------------------------------------------------------------------------
     def _capturing(self) -> bool:
-        return 0 < self._capture <= len(self._stack)
+        return not self.complete and 0 < self._capture <= len(self._stack)
 
     def closing(self) -> str:
         """The text that closes what was sent: open string, then open brackets."""
@@ -172,7 +172,10 @@ class JsonArgStream:
                 return i
             self._decoded(esc)
             return i
-        if self._hi and text[i] != "\\":
+        if self._hi:
+            if text[i] == "\\":  # maybe its low half: read as an escape, never as a passing run
+                self._esc = "\\"
+                return i + 1
             hi = self._hi
             self._hi = ""
             self._decoded(hi)

@@ -116,11 +116,13 @@ class CallList(Generic[T]):
                 k = cur.stream.feed(text, i)
                 cur.raw.append(text[i:k])
                 i = k
+                # ready is a latch: a call whose head was complete was announceable at that point
+                # of the text, whatever follows it in the same chunk (even text that kills it)
+                if not cur.ready and self._ready(cur.stream):
+                    cur.ready = True
                 if cur.stream.dead:
                     self.dead = True
                     return
-                if not cur.ready and self._ready(cur.stream):
-                    cur.ready = True
                 if not cur.stream.finished:
                     return
                 parsed = self._finish("".join(cur.raw))

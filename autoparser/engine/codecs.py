@@ -29,6 +29,7 @@ from ..profile import CodecSpec
 from . import values
 from .argstream import JsonArgStream
 from .callstream import ArgTranscoder, CallList
+from .issues import IssueCode
 from .literalstream import PythonicCallStream, RelaxedArgStream
 from .markers import Kind, MarkerSet, Match
 from .scanner import BalancedScanner
@@ -38,6 +39,10 @@ __all__ = ["ArgSource", "Body", "JsonBody", "ParsedCall", "head_name", "make_bod
 Status = Literal["more", "done", "reject"]
 _WS = " \t\r\n"
 _MAX_HEADER = 512
+#: whitespace in a pattern: the engine's whitespace (``_WS``), never Unicode's wider ``\s``, so a
+#: regex and the character-wise partial match (``_lit_partial``) agree
+_WS_RUN = "[ \t\r\n]*"
+_MAX_KEY = 256
 #: characters of a JSON call body scanned before its arguments start streaming (short calls are
 #: sent whole when complete). The shortest head, {"name":"f","arguments":, is 24 characters, so a
 #: long argument's first delta comes within 80 - 24 = 56 characters (plus one chunk) of its start.
@@ -52,7 +57,7 @@ class ParsedCall:
     arguments: dict[str, Any]
     id: str | None = None
     status: Literal["ok", "repaired", "truncated"] = "ok"
-    issues: list[tuple[str, str]] = field(default_factory=list)
+    issues: list[tuple[IssueCode, str]] = field(default_factory=list)
     #: streaming, a call of a list: where its own text ended (an index into the text of the feed
     #: that parsed it), so that its issues are located the same for every chunking; -1 otherwise
     end: int = -1
@@ -172,14 +177,98 @@ def _lit_regex(lit: str) -> str:
     """A literal where whitespace, and the gap between adjacent tags, match any whitespace;
     ``{index}`` (a call's number written in its header) matches digits."""
     if "{index}" in lit:
-        return r"\d+".join(_lit_regex(part) for part in lit.split("{index}"))
+        return "[0-9]+".join(_lit_regex(part) for part in lit.split("{index}"))
     out: list[str] = []
     for i, part in enumerate(re.split(r"\s+", lit)):
         if i:
-            out.append(r"\s*")
+            out.append(_WS_RUN)
         pieces = part.split("><")
-        out.append(r">\s*<".join(re.escape(p) for p in pieces))
+        out.append((">" + _WS_RUN + "<").join(re.escape(p) for p in pieces))
     return "".join(out)
+
+
+@lru_cache(maxsize=1024)
+def _lit_steps(lit: str) -> tuple[str, ...]:
+    """``_lit_regex(lit)`` as steps: a character, ``" "`` (any run of whitespace, maybe none) or
+    ``"0"`` (one or more digits): what ``_lit_partial`` walks."""
+    if "{index}" in lit:
+        parts = lit.split("{index}")
+        out: list[str] = []
+        for n, part in enumerate(parts):
+            if n:
+                out.append("0")
+            out += _lit_steps(part)
+        return tuple(out)
+    steps: list[str] = []
+    for i, part in enumerate(re.split(r"\s+", lit)):
+        if i:
+            steps.append(" ")
+        for n, piece in enumerate(part.split("><")):
+            if n:
+                steps += [">", " ", "<"]
+            steps += [c for c in piece if c != " "]
+    return tuple(steps)
+
+
+def _lit_partial(lit: str, text: str, pos: int = 0) -> bool:
+    """Whether ``text[pos:]`` is a prefix of some text that ``_lit_regex(lit)`` matches (or a
+    match that may grow): the chunk-invariant test for "may still become this literal"."""
+    steps = _lit_steps(lit)
+    states = {0}
+    for c in text[pos:]:
+        nxt: set[int] = set()
+        for k in _closure(steps, states):
+            if k == len(steps):
+                continue
+            step = steps[k]
+            if step == " ":
+                if c in _WS:
+                    nxt.add(k)
+            elif step == "0":
+                if c in "0123456789":
+                    nxt.add(k)
+                    nxt.add(k + 1)
+            elif c == step:
+                nxt.add(k + 1)
+        if not nxt:
+            return False
+        states = nxt
+    return True
+
+
+def _closure(steps: tuple[str, ...], states: set[int]) -> set[int]:
+    out = set(states)
+    for k in sorted(states):
+        while k < len(steps) and steps[k] == " ":
+            k += 1
+            out.add(k)
+    return out
+
+
+@lru_cache(maxsize=1024)
+def _lit_compiled(lit: str) -> re.Pattern[str]:
+    return re.compile(_lit_regex(lit))
+
+
+def _lit_last(lit: str, text: str, lo: int, hi: int) -> int:
+    """Where the last match of ``_lit_regex(lit)`` inside ``text[lo:hi]`` starts (-1: none)."""
+    k = -1
+    for m in _lit_compiled(lit).finditer(text, lo, hi):
+        k = m.start()
+    return k
+
+
+def _lit_tail(lit: str, text: str, lo: int, hi: int) -> int:
+    """The earliest ``k`` in ``[lo, hi)`` where ``text[k:hi]`` may still become ``lit`` (``hi``: none)."""
+    if not lit:
+        return hi
+    first = lit.lstrip(_WS)[:1]
+    k = text.find(first, max(lo, hi - _MAX_HEADER), hi) if first else -1
+    while 0 <= k < hi:
+        if _lit_partial(lit, text[k:hi]):
+            return k
+        k = text.find(first, k + 1, hi)
+    return hi
 
 
 def _split_slot(pattern: str, slot: str) -> tuple[str, str]:
@@ -279,7 +368,7 @@ class _Header:
             if m is None:
                 lead = _STRAY_RE.match(b)
                 s = b[lead.end():] if lead is not None else b
-                if not final and len(s) < len(self._pre_lit) and self._pre_lit.startswith(s):
+                if not final and _lit_partial(self._pre_lit, s):
                     return None
                 return "bad", None, pos
             start = m.end()
@@ -422,8 +511,14 @@ class JsonBody(Body):
 
     def feed(self, text: str, pos: int, final: bool) -> tuple[Status, int]:
         st, j = self._feed(text, pos, final)
-        if st == "reject" and self.call_name is not None and self.argstream is None and self._stream_json:
-            self._transcode_held()  # an announced call stays a call: with what its text made certain
+        if st == "reject" and self.argstream is None and self._stream_json and (
+                self.call_name is not None or self._held_len > _STREAM_AFTER):
+            # an announced call stays a call, with what its text made certain; and a body longer
+            # than _STREAM_AFTER began to stream there, whatever the chunks (in pieces it would
+            # have been announced once its name was certain)
+            ast = self._transcode_held()
+            if self.call_name is None and ast.name is not None and (ast.started or not self.spec.id_keys):
+                self.call_name, self.call_id = ast.name, ast.call_id
         return st, j
 
     def _feed(self, text: str, pos: int, final: bool) -> tuple[Status, int]:
@@ -441,9 +536,11 @@ class JsonBody(Body):
                 # the whole value may be here (it cannot be without a closing bracket): then the
                 # C decoder finds its end
                 fast = _decode_complete(text, i) if text.find("]" if first == "[" else "}", i) >= 0 else None
-                if fast is not None:
-                    value, j = fast
-                    calls = self._calls_from(value)
+                calls = self._calls_from(fast[0]) if fast is not None else None
+                if fast is not None and (calls is not None or not self.streaming):
+                    # (streaming, a value that is no call goes the general way: a prefix of it
+                    # may have announced a call, as it would have in pieces)
+                    j = fast[1]
                     if calls is None:
                         return self._reject("JSON is not a call (no name or arguments)", j)
                     if self.streaming and first == "[":
@@ -506,7 +603,7 @@ class JsonBody(Body):
                 calls = self._calls_from(value) if isinstance(value, list) and value else None
                 if calls:
                     for c in calls:
-                        c.issues.append(("missing_end_marker", "closing ']' was missing"))
+                        c.issues.append((IssueCode.missing_end_marker, "closing ']' was missing"))
                     self.calls = calls
                     return "done", j
                 return self._reject("call arguments cut off by the end of the output", j, truncated=True)
@@ -526,7 +623,7 @@ class JsonBody(Body):
         for c in calls:
             c.status = status
             if status == "repaired":
-                c.issues.append(("repaired_arguments", "closing brackets were missing; added them"))
+                c.issues.append((IssueCode.repaired_arguments, "closing brackets were missing; added them"))
         self.calls = calls
         return "done", j
 
@@ -659,13 +756,13 @@ class JsonBody(Body):
     def _finish(self, name: Any, args: Any, cid: str | None) -> ParsedCall | None:
         if not isinstance(name, str) or not self._name_ok(name):
             return None
-        issues: list[tuple[str, str]] = []
+        issues: list[tuple[IssueCode, str]] = []
         if isinstance(args, str):
             try:
                 decoded = json.loads(args) if args.strip() else {}
             except ValueError:
                 return None
-            issues.append(("double_encoded_arguments", "arguments were a JSON string; decoded it"))
+            issues.append((IssueCode.double_encoded_arguments, "arguments were a JSON string; decoded it"))
             args = decoded
         if args is None:
             args = {}
@@ -815,7 +912,7 @@ class NameJsonBody(Body):
                 return self._reject("arguments are not an object", j)
             call = ParsedCall(self.name or "", args, self.cid, status)
             if status == "repaired":
-                call.issues.append(("repaired_arguments", "closing brackets were missing; added them"))
+                call.issues.append((IssueCode.repaired_arguments, "closing brackets were missing; added them"))
             self.calls = [call]
             self.phase = "trailer"
             pos = j
@@ -858,8 +955,15 @@ def _param_parts(param: str) -> tuple[re.Pattern[str], str, str]:
     else:
         mid1, post = _split_slot(rest, "{value}")
         mid2 = ""
-    key_stop = (mid1.strip(_WS) or ">")[0]
-    rx = _lit_regex(key_pre.strip(_WS)) + r"(?P<key>[^" + re.escape(key_stop) + r"]*?)"
+    mid = mid1.strip(_WS) or ">"
+    # a key is at most _MAX_KEY characters (what streaming holds back while it waits for one);
+    # it ends at the first text after it, and holds no opening of another parameter (a key
+    # ended by a tag, ``<arg_key>param<1></arg_key>``, may hold markup-like characters)
+    if len(mid) == 1:
+        key = "[^" + re.escape(mid) + "]"
+    else:
+        key = "(?:(?!" + _lit_regex(key_pre.strip(_WS)) + "|" + _lit_regex(mid) + r")[\s\S])"
+    rx = _lit_regex(key_pre.strip(_WS)) + "(?P<key>" + key + "{0," + str(_MAX_KEY) + "}?)"
     if has_string:
         rx += _lit_regex(mid1.strip(_WS)) + r"(?P<string>[^\"'>]*?)" + _lit_regex(mid2.strip(_WS))
     else:
@@ -896,7 +1000,7 @@ class TaggedBody(Body):
         self.body: list[str] = []
         self.all_ends = _tagged_ends(s.trailer.strip(_WS), self.stops.markers)
         self._param_re = self._compile_param()
-        self.coerce_issues: list[tuple[str, str]] = []
+        self.coerce_issues: list[tuple[IssueCode, str]] = []
         # argument streaming: the undecided tail of the body, the parameter being read
         self._st_buf = ""
         self._st_key: str | None = None
@@ -959,6 +1063,14 @@ class TaggedBody(Body):
             cm = self._st_close.search(buf)
             nxt = (self._param_re.search(buf)
                    if not self._post_has_key and self.p_open else None)
+            if cm is not None and nxt is None and not self._post_has_key and self.p_open:
+                # an opening before the close whose key is not complete yet may still be the next
+                # parameter (then it ends this value, as the complete parse reads it): wait
+                opening = _lit_compiled(self.p_open).search(buf, 0, cm.start())
+                if opening is not None and len(buf) - opening.end() <= _MAX_KEY + len(self._mid) + 8:
+                    if self._st_string:  # what is certain before the opening goes, as in pieces
+                        buf = self._send_safe(buf)
+                    break
             if cm is not None and (nxt is None or cm.start() <= nxt.start()):
                 self._end_value(buf[:cm.start()], by_close=True)
                 buf = buf[cm.end():]
@@ -978,13 +1090,10 @@ class TaggedBody(Body):
         while True:
             k0 = k
             for lit in self._st_lits:
-                h = buf.rfind(lit, max(0, k - len(lit) - _MAX_HEADER), k)
+                h = _lit_last(lit, buf, max(0, k - len(lit) - _MAX_HEADER), k)
                 if h >= 0:  # a whole marker not yet followed by what completes it
                     k = h
-                for n in range(min(len(lit) - 1, k), 0, -1):
-                    if buf.endswith(lit[:n], 0, k):
-                        k -= n
-                        break
+                k = _lit_tail(lit, buf, max(0, k - _MAX_HEADER), k)
             k = len(buf[:k].rstrip(_WS))
             if k == k0:
                 return k
@@ -998,13 +1107,11 @@ class TaggedBody(Body):
         p_open = self.p_open
         if not p_open:
             return buf[-_MAX_HEADER:]
-        k = buf.rfind(p_open)
-        if k >= 0:
-            return buf[k:] if len(buf) - k <= _MAX_HEADER else ""
-        for n in range(min(len(p_open) - 1, len(buf)), 0, -1):
-            if p_open.startswith(buf[-n:]):
-                return buf[-n:]
-        return ""
+        # the earliest opening still open (a key may hold what looks like another opening)
+        m = _lit_compiled(p_open).search(buf, max(0, len(buf) - _MAX_HEADER))
+        if m is not None:
+            return buf[m.start():]
+        return buf[_lit_tail(p_open, buf, 0, len(buf)):]
 
     def _send_safe(self, buf: str) -> str:
         """Send the part of a string value no later text can change; return the rest."""
@@ -1056,7 +1163,13 @@ class TaggedBody(Body):
         if self.call_name is None or self._st_done:
             return
         if complete and self._st_key is not None:
-            self._end_value(self._st_buf, by_close=False)
+            # no parameter can follow now: a close that waited on one ends the value, as the
+            # complete parse reads it
+            cm = self._st_close.search(self._st_buf) if self._st_close is not None else None
+            if cm is not None:
+                self._end_value(self._st_buf[:cm.start()], by_close=True)
+            else:
+                self._end_value(self._st_buf, by_close=False)
         self._st_frags.append(self.args_closing())
         self._st_done = True
 
@@ -1121,7 +1234,7 @@ class TaggedBody(Body):
             status = "truncated"
         call = ParsedCall(self.name or "", args, None, status, list(self.coerce_issues))
         if partial:
-            call.issues.append(("partial_value", "the last parameter value was cut off; surfaced as is"))
+            call.issues.append((IssueCode.partial_value, "the last parameter value was cut off; surfaced as is"))
         self.calls = [call]
         return "done", pos
 
@@ -1196,7 +1309,7 @@ class TaggedBody(Body):
                 return nested[0]
             value, issue = values.coerce_text(raw, schema, self.schemas.get(self.name or ""))
             if issue:
-                self.coerce_issues.append(("coercion_fallback", issue))
+                self.coerce_issues.append((IssueCode.coercion_fallback, issue))
             return value
         return raw
 
@@ -1255,6 +1368,7 @@ class PythonicBody(Body):
         super().__init__(*a, **k)
         self.scanner: BalancedScanner | None = None
         self.head = ""
+        self.named = False   # call lines: the first name and its "(" have been read
 
     def feed(self, text: str, pos: int, final: bool) -> tuple[Status, int]:
         if self.spec.array == "never":
@@ -1290,7 +1404,7 @@ class PythonicBody(Body):
                     try:
                         self.calls = self._to_calls(closed)
                         for c in self.calls:
-                            c.issues.append(("missing_end_marker", "closing ']' was missing"))
+                            c.issues.append((IssueCode.missing_end_marker, "closing ']' was missing"))
                         return "done", j
                     except ValueError:
                         pass
@@ -1326,12 +1440,15 @@ class PythonicBody(Body):
     def _feed_lines(self, text: str, pos: int, final: bool) -> tuple[Status, int]:
         """Calls written without list brackets, one per line or comma-separated, up to the call's
         end marker (``array: never``: MiniCPM's fenced ``f(a=1)`` lines)."""
-        if not self.head and pos < len(text) and text[pos:].strip(_WS) and \
-                _PY_LINE.match(text[pos:].lstrip(_WS)) is None:
-            return self._reject("not a pythonic call", pos)
         m, safe = self.stops.scan(text, pos, final)
         end = m.start if m is not None else safe
         self.head += text[pos:end]
+        if not self.named and self.head.strip(_WS):
+            # read on the text so far, whatever its chunks: a name, then its parenthesis
+            line = _PY_LINE.match(self.head.lstrip(_WS))
+            if line is None:
+                return self._reject("not a pythonic call", pos)
+            self.named = line.group().endswith("(")
         if m is None and not final:
             return "more", end
         try:

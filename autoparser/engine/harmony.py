@@ -5,12 +5,14 @@ Rules of this file:
 * It reads the four Harmony modes of the machine (``states.Mode.h_header``, ``h_body``, ``h_call``,
   ``h_after``) and nothing else; which mode follows which is in ``states.TRANSITIONS``, and the
   machine (``machine.Parser``) enters ``h_header`` at a start or channel marker found in content.
-* It owns the Harmony state (the channel of the message being read, the call's name and its
-  bracket scanner) and writes through the parser: content, reasoning, issues and calls come out
-  exactly as the machine's own, so a call announced here is streamed and ended by the machine's
-  call code (``_stream_call``, ``_end_streamed``, ``_end_started``, ``_emit_calls``).
-* The header text is held by the parser's buffer (``pending.Pending``): at most
-  ``MAX_HEADER`` characters, after which the header is abandoned.
+* It talks to the parser through a narrow interface: ``handle(mode, text, index, final)`` returns
+  the index it read up to and the mode that follows; it writes through the parser's
+  ``output.Output`` (content, reasoning, issues and calls come out exactly as the machine's own),
+  keeps its header in the parser's ``pending.Pending`` (the one owner of held text) and asks
+  ``at`` where an index of the working text is in the output. It never touches the parser.
+* It owns the Harmony state: the channel of the message being read, the call's name, its
+  bracket scanner and the stream of its arguments. The header is at most ``MAX_HEADER``
+  characters, after which it is abandoned.
 
 Theory of operation. ``<|start|>assistant<|channel|>analysis<|message|>...<|end|>``: the header
 (``h_header``) is collected up to the message marker; a recipient (``to=functions.NAME``) makes
@@ -25,17 +27,18 @@ from __future__ import annotations
 
 import json
 import re
-from typing import TYPE_CHECKING, Literal
+from collections.abc import Callable
+from typing import Literal
 
 from ..profile import Profile
 from .argstream import JsonArgStream
 from .codecs import ParsedCall
+from .issues import IssueCode
 from .markers import Kind, MarkerSet, Match
+from .output import CallStream, Output
+from .pending import Pending
 from .scanner import BalancedScanner
 from .states import TRANSITIONS, Act, Mode
-
-if TYPE_CHECKING:
-    from .machine import Parser, _Region
 
 __all__ = ["MAX_HEADER", "Harmony", "HarmonyMarkers"]
 
@@ -79,134 +82,142 @@ class _HarmonySource:
 
 
 class Harmony:
-    """The Harmony modes' handlers for one parser (``Parser`` owns one when the profile has
-    ``messages``): each takes ``(text, index, final)`` and returns the index it read up to."""
+    """The Harmony modes of one parser (``Parser`` makes one when the profile has ``messages``)."""
 
-    def __init__(self, parser: Parser, markers: HarmonyMarkers) -> None:
-        self._p = parser
+    def __init__(self, profile: Profile, markers: HarmonyMarkers, out: Output, pending: Pending,
+                 at: Callable[[int], int], stream: bool) -> None:
+        h = profile.messages
+        assert h is not None
+        self._h = h
         self._ms = markers
-        h = parser.profile.messages
+        self._out = out
+        self._pending = pending
+        self._at = at
+        self._stream = stream
         # the prompt ended inside a message header: output starts with the rest of it
-        self.prompt_header = h is not None and h.header_open
+        self.prompt_header = h.header_open
         self.kind = ""           # the channel of the body being read: "reasoning" or "content"
         self.blocks = 0          # content messages so far (joined with ``messages.join``)
         self.scanner: BalancedScanner | None = None
-        self.region: _Region | None = None
+        self.cs: CallStream | None = None   # the call message being streamed (None: fail-closed)
         self.src = _HarmonySource("")
         self.name = ""
+        self._handlers = {Mode.h_header: self._header, Mode.h_body: self._body, Mode.h_call: self._call,
+                          Mode.h_after: self._after}
 
-    def abandon_header(self, pos: int) -> None:
+    def handle(self, mode: Mode, w: str, i: int, final: bool) -> tuple[int, Mode]:
+        """Read ``w`` from ``i`` in ``mode``: the index read up to, and the mode that follows."""
+        return self._handlers[mode](w, i, final)
+
+    def _abandon_header(self, pos: int) -> Mode:
         """A header that never reached its message marker: the one the prompt opened was plain text
         (a model answering without a header); any other is a broken header, reported."""
-        p = self._p
         if self.prompt_header:
             self.prompt_header = False
-            text = p._pending.take_header()
-            p._mode = CONTENT
-            p._emit_content(text)
-            return
-        p._issue("invalid_header", "message header never reached its message marker", pos)
-        p._mode = CONTENT
+            text = self._pending.take_header()
+            self._out.write_content(text, pos - len(text))
+            return CONTENT
+        self._out.issue(IssueCode.invalid_header, "message header never reached its message marker", pos)
+        return CONTENT
 
-    def header(self, w: str, i: int, final: bool) -> int:
-        p = self._p
-        h = p.profile.messages
-        assert h is not None
+    def _header(self, w: str, i: int, final: bool) -> tuple[int, Mode]:
+        h = self._h
+        pending = self._pending
         m, safe = self._ms.header.scan(w, i, final)
         if m is None:
-            p._pending.add_header(w[i:safe])
-            if p._pending.header_len > MAX_HEADER or final:
-                self.abandon_header(p._at(safe))
-            return safe
-        p._pending.add_header(w[i:m.start])
+            pending.add_header(w[i:safe])
+            if pending.header_len > MAX_HEADER or final:
+                return safe, self._abandon_header(self._at(safe))
+            return safe, Mode.h_header
+        pending.add_header(w[i:m.start])
         step = _ON_HEADER[m.kind]
         if step.act is Act.channel:
-            text = p._pending.header()
+            text = pending.header()
             if self.prompt_header and text.strip(_WS) and h.recipient_prefix not in text:
                 # the prompt opened a header, but this is prose before the first real one
-                p._emit_content(p._pending.take_header())
+                prose = pending.take_header()
+                self._out.write_content(prose, self._at(m.start) - len(prose))
             self.prompt_header = False
-            p._pending.add_header(" ")
-            return m.end
+            pending.add_header(" ")
+            return m.end, step.then
         if step.act is Act.header_end:
             if self.prompt_header:
-                self.abandon_header(p._at(m.start))
-                return m.start
-            p._mode = step.then
-            return m.end if step.eat else m.start
+                return m.start, self._abandon_header(self._at(m.start))
+            return (m.end if step.eat else m.start), step.then
         # Act.message: the header is complete
-        header = p._pending.take_header()
+        header = pending.take_header()
         self.prompt_header = False
         rm = re.search(re.escape(h.recipient_prefix) + r"([^\s<>|]+)", header)
         if rm:
             self.name = rm.group(1)
             self.scanner = None
-            p._mode = H_CALL  # the step's alternative: a message addressed to a function
-            return m.end
+            return m.end, H_CALL  # the step's alternative: a message addressed to a function
         words = re.findall(r"[^\s<>|]+", header)
+        out = self._out
         if any(c in words for c in h.reasoning_channels):
             self.kind = "reasoning"
-            if p._reasoning and h.join:
-                p._emit_reasoning(h.join)
+            if out.reasoning and h.join:
+                out.write_reasoning(h.join)
         else:
             self.kind = "content"
-            if self.blocks and p._content and h.join:
-                p._emit_content(h.join)
+            if self.blocks and out.content and h.join:
+                out.write_content(h.join, self._at(m.end))
             self.blocks += 1
-        p._mode = step.then
-        return m.end
+        return m.end, step.then
 
-    def body(self, w: str, i: int, final: bool) -> int:
-        p = self._p
+    def _body(self, w: str, i: int, final: bool) -> tuple[int, Mode]:
         m, safe = self._ms.body.scan(w, i, final)
-        emit = p._emit_reasoning if self.kind == "reasoning" else p._emit_content
+        out = self._out
+        end = safe if m is None else m.start
+        if self.kind == "reasoning":
+            out.write_reasoning(w[i:end])
+        else:
+            out.write_content(w[i:end], self._at(i))
         if m is None:
-            emit(w[i:safe])
-            return safe
-        emit(w[i:m.start])
+            return safe, Mode.h_body
         step = _ON_BODY[m.kind]
-        p._mode = step.then
-        return m.end if step.eat else m.start
+        return (m.end if step.eat else m.start), step.then
 
-    def call(self, w: str, i: int, final: bool) -> int:
-        p = self._p
+    def _call(self, w: str, i: int, final: bool) -> tuple[int, Mode]:
+        out = self._out
         if self.scanner is None:
             k = i
             while k < len(w) and w[k] in _WS:
                 k += 1
             if k == len(w):
                 if final:
-                    p._truncated = True
-                    p._issue("truncated_call", f"{self.name}: no arguments", p._at(k))
-                    p._mode = CONTENT
-                return k
+                    out.truncated = True
+                    out.issue(IssueCode.truncated_call, f"{self.name}: no arguments", self._at(k))
+                    return k, CONTENT
+                return k, H_CALL
             if w[k] != "{":
-                p._issue("invalid_call", f"{self.name}: arguments are not JSON", p._at(k))
-                p._mode = H_AFTER
-                return k
+                out.issue(IssueCode.invalid_call, f"{self.name}: arguments are not JSON", self._at(k))
+                return k, H_AFTER
             self.scanner = BalancedScanner("{[", (('"', '"', True),), self._ms.after)
-            self.region = None
-            if p._stream:
-                self.region = p._harmony_region()
+            self.cs = None
+            if self._stream:
+                self.cs = CallStream()
                 self.src = _HarmonySource(self.name)
             i = k
         sc = self.scanner
         st, j = sc.feed(w, i, final)
-        hrg = self.region
-        if hrg is not None and not hrg.stream_off:
+        cs = self.cs
+        if cs is not None and not cs.off:
             self.src.args.feed(w[i:j])
-            p._stream_call(hrg, self.src)
+            out.stream(cs, self.src, self._at(j), self._at)
         if st == "more":
             if final:
-                if hrg is not None and hrg.stream_idx is not None:
+                self.scanner = None
+                if cs is not None and cs.idx is not None:
                     self.src.truncated = True
                     self.src.reason = "arguments cut off"
-                    self.scanner = None
-                    return p._end_started(hrg, self.src, j)
-                p._truncated = True
-                p._issue("truncated_call", f"{self.name}: arguments cut off; dropped", p._at(j))
-                p._mode = CONTENT
-            return j
+                    out.end_started(cs, self.src, self.name, self._at(j))
+                    return j, CONTENT
+                out.truncated = True
+                out.issue(IssueCode.truncated_call, f"{self.name}: arguments cut off; dropped", self._at(j))
+                return j, CONTENT
+            return j, H_CALL
+        self.scanner = None
         bounded = sc.bounded(st)
         raw, repaired = bounded if bounded is not None else ("", False)
         status: Literal["ok", "repaired"] = "repaired" if repaired else "ok"
@@ -214,38 +225,28 @@ class Harmony:
             args = json.loads(raw)
         except ValueError:
             args = None
-        if hrg is not None and hrg.stream_idx is not None:
+        if cs is not None and cs.idx is not None:
             if not isinstance(args, dict):
                 self.src.reason = "arguments are not a JSON object"
-                self.scanner = None
-                p._end_started(hrg, self.src, j)
-                p._mode = H_AFTER
-                return j
-            p._end_streamed(hrg, ParsedCall(self.name, args, None, status), p._at(j), self.src)
+                out.end_started(cs, self.src, self.name, self._at(j))
+                return j, H_AFTER
+            out.end_streamed(cs, ParsedCall(self.name, args, None, status), self._at(j), self.src)
         elif not isinstance(args, dict):
-            p._issue("invalid_call", f"{self.name}: arguments are not a JSON object", p._at(j))
+            out.issue(IssueCode.invalid_call, f"{self.name}: arguments are not a JSON object", self._at(j))
         else:
-            rg = p._harmony_region()
-            p._emit_calls(rg, [ParsedCall(self.name, args, None, status)], p._at(j))
-        self.scanner = None
-        p._mode = H_AFTER
-        return j
+            out.emit_calls(CallStream(), [ParsedCall(self.name, args, None, status)], None, self._at(j), self._at)
+        return j, H_AFTER
 
-    def after(self, w: str, i: int, final: bool) -> int:
-        p = self._p
+    def _after(self, w: str, i: int, final: bool) -> tuple[int, Mode]:
         k = i
         while k < len(w) and w[k] in _WS:
             k += 1
         if k == len(w):
-            if final:
-                p._mode = CONTENT
-            return k
+            return k, (CONTENT if final else H_AFTER)
         r = self._ms.after.match_at(w, k, final)
         if r is True and not final:
-            return i
+            return i, H_AFTER
         if isinstance(r, Match):
             step = _ON_AFTER[r.kind]
-            p._mode = step.then
-            return r.end if step.eat else r.start
-        p._mode = CONTENT  # other text: the call message had no end marker
-        return k
+            return (r.end if step.eat else r.start), step.then
+        return k, CONTENT  # other text: the call message had no end marker

@@ -1,15 +1,19 @@
 """The issue codes the engine records, each with what it means: the one list of them.
 
 ``Issue.code`` is one of these (a ``str`` enum, so comparisons with plain strings keep working).
-docs/engine.md carries the table ``issue_table()`` renders, and a test checks that the doc and
-every code used in ``autoparser/engine`` agree with this list.
+Each situation is governed by one ``Policy`` field (``GOVERNED_BY``; a few sites name another one
+when the situation decides, e.g. a missing end marker at the end of the output is a truncation):
+that field set to ``"raise"`` makes the issue a ``ParseError`` where it is recorded, so
+``policy="strict"`` (every field ``"raise"``) raises wherever lenient mode repairs or flags.
+docs/engine.md carries the table ``issue_table()`` renders, and tests check that the doc and every
+code used in ``autoparser/engine`` agree with this list and that each code raises under strict.
 """
 
 from __future__ import annotations
 
 from enum import Enum
 
-__all__ = ["IssueCode", "issue_table"]
+__all__ = ["GOVERNED_BY", "IssueCode", "issue_table"]
 
 
 class IssueCode(str, Enum):
@@ -63,7 +67,9 @@ _MEANING: dict[IssueCode, str] = {
         "the complete body parsed to other arguments than "
         "were streamed; the streamed ones were kept (status `repaired`)"
     ),
-    IssueCode.text_after_call: "visible text after a tool call",
+    IssueCode.text_after_call: (
+        "visible text after a tool call, dropped (`text_after_call=\"drop\"`; kept as content it is no issue)"
+    ),
     IssueCode.truncated_call: (
         "the output ended inside a call: kept as "
         "content/dropped (fail-closed) or a call with status `truncated` (streaming)"
@@ -73,8 +79,30 @@ _MEANING: dict[IssueCode, str] = {
 }
 
 
+#: the ``Policy`` field that says what happens in each situation (``"raise"``: a ``ParseError``)
+GOVERNED_BY: dict[IssueCode, str] = {
+    IssueCode.call_in_reasoning: "call_in_reasoning",
+    IssueCode.coercion_fallback: "malformed_arguments",
+    IssueCode.double_encoded_arguments: "malformed_arguments",
+    IssueCode.invalid_call: "malformed_arguments",
+    IssueCode.invalid_header: "malformed_arguments",
+    IssueCode.lookalike_marker: "lookalike_marker",
+    IssueCode.missing_end_marker: "malformed_arguments",
+    IssueCode.noncharacter: "malformed_arguments",
+    IssueCode.partial_value: "truncated_call",
+    IssueCode.repaired_arguments: "malformed_arguments",
+    IssueCode.schema_mismatch: "schema_mismatch",
+    IssueCode.schema_unusable: "schema_mismatch",
+    IssueCode.stream_mismatch: "malformed_arguments",
+    IssueCode.text_after_call: "text_after_call",
+    IssueCode.truncated_call: "truncated_call",
+    IssueCode.unclosed_reasoning: "unclosed_reasoning",
+    IssueCode.unknown_tool: "unknown_tool",
+}
+
+
 def issue_table() -> str:
     """The markdown table of issue codes, as docs/engine.md carries it."""
-    rows = ["| code | meaning |", "|---|---|"]
-    rows += [f"| `{code.value}` | {_MEANING[code]} |" for code in IssueCode]
+    rows = ["| code | meaning | raises when `Policy.…` is `\"raise\"` |", "|---|---|---|"]
+    rows += [f"| `{code.value}` | {_MEANING[code]} | `{GOVERNED_BY[code]}` |" for code in IssueCode]
     return "\n".join(rows) + "\n"

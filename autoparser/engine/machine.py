@@ -6,8 +6,9 @@ Rules of this file:
   delegates to, each with one job: which state follows which is data in ``states.py``
   (``TRANSITIONS``, ``AT_END``, ``IN_REGION``, ``OTHER``; docs/engine.md draws it), marker search
   and holdback is ``markers.py``, the body of one call is a codec's (``codecs.py``), Harmony's
-  header-routed messages are ``harmony.py``'s, and every text the parser holds unwritten is held
-  by one ``pending.Pending``.
+  header-routed messages are ``harmony.py``'s (behind ``Harmony.handle``, which says the next
+  mode), everything written (events, text, issues, calls) is written by one ``output.Output``,
+  and every text the parser holds unwritten is held by one ``pending.Pending``.
 * No I/O, no imports of jinja2 / openvino / transformers: text in, events out.
 * Nothing emitted is ever taken back. Text is held only while it may still be part of a marker,
   while a tool call is incomplete, or while a reasoning block has not yet said whether the call
@@ -15,15 +16,19 @@ Rules of this file:
   once its name is certain (``stream_arguments=True``: then its arguments stream, as fragments
   a codec has made certain) or once it is complete and valid (``False``); either way a call once
   announced stays a call: cut off or malformed, it ends with status ``truncated``/``invalid``.
-* Decisions depend on the text, never on where chunks were cut: every handler either makes a
-  decision that the full text would also make at that point, or waits for more text. Hence the
-  coalesced events of any chunking equal those of the whole text.
+* Decisions depend on the text up to their point, never on where chunks were cut: every handler
+  either makes a decision that the full text would also make at that point, or waits for more
+  text, and every state is entered one way, the table's (a call marker in content leads to
+  ``Mode.whole``, whose handler decodes a complete call at once or hands it to the region).
+  Hence the coalesced events of any chunking equal those of the whole text (the differential
+  fuzzer, ``tests/test_fuzz.py``, is the referee).
 
 Theory of operation. The parser reads one small working string: what it could not decide on
 last time (``Pending.carry``: a proper prefix of a marker, or the tail of a call body its codec
 waits on) plus the new chunk. The mode (``states.Mode``) names the handler (``_handlers``:
-``_m_content``, ``_m_undecided``, ``_m_reasoning``, ``_m_defer``, ``_m_region``, ``_m_skip``, and
-``harmony.Harmony``'s four); a handler consumes from an index and returns the next one. At a
+``_m_content``, ``_m_undecided``, ``_m_reasoning``, ``_m_defer``, ``_m_whole``, ``_m_region``,
+``_m_skip``, and ``_m_harmony`` for Harmony's four); a handler consumes from an index and returns
+the next one. At a
 marker it looks up ``TRANSITIONS[mode][marker kind]`` (``IN_REGION[spot][kind]`` inside tool
 calls) and does what the entry says (``_take``: its act, its next mode, whether the marker is
 consumed or read again). A handler that cannot decide returns the same index and the rest
@@ -41,28 +46,19 @@ when it ends); nothing else is kept.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
-from typing import Any, Literal
 
-from ..errors import AutoparserError, OptionError, ParseError
-from ..events import (
-    CallStatus,
-    ContentDelta,
-    Event,
-    ReasoningDelta,
-    ToolCallArgsDelta,
-    ToolCallEnd,
-    ToolCallStart,
-)
+from ..errors import AutoparserError, OptionError
+from ..events import Event
 from ..policy import Policy
 from ..profile import Profile
-from ..result import Issue, Result, ToolCall
+from ..result import Result
 from . import values
-from .codecs import _STREAM_AFTER, ArgSource, Body, JsonBody, ParsedCall, head_name, make_body
+from .codecs import _STREAM_AFTER, Body, JsonBody, head_name, make_body
 from .harmony import Harmony, HarmonyMarkers
+from .issues import IssueCode
 from .markers import Kind, MarkerSet, Match
+from .output import CallStream, Output
 from .pending import Pending
 from .states import AT_END, IN_REGION, TRANSITIONS, Act, Mode, Spot, Step
 
@@ -71,7 +67,8 @@ __all__ = ["Parser"]
 
 # Enum member access is a metaclass lookup (slow on 3.11); the hot paths use these names.
 CONTENT, UNDECIDED, REASONING, DEFER = Mode.content, Mode.undecided, Mode.reasoning, Mode.defer
-REGION, SKIP = Mode.region, Mode.skip
+REGION, SKIP, WHOLE = Mode.region, Mode.skip, Mode.whole
+_NO_MATCH = Match(-1, -1, "", Kind.call)
 H_HEADER, H_BODY, H_CALL, H_AFTER = Mode.h_header, Mode.h_body, Mode.h_call, Mode.h_after
 BETWEEN, CALL, AFTER = Spot.between, Spot.call, Spot.after
 _NONE = Act.none
@@ -84,18 +81,6 @@ _HANDLER_NAMES = tuple((m, "_m_" + m.value) for m in Mode if m not in (H_HEADER,
 
 
 _WS = " \t\r\n"
-#: ``json.dumps(value, ensure_ascii=False)`` without building an encoder per call: the C encoder
-#: made once (no circular-reference check: arguments are decoded JSON or codec output, never cyclic)
-_C_ENCODE = c_make_encoder(None, None, encode_basestring, None, ": ", ", ", False, False, True) \
-    if c_make_encoder is not None else None
-
-
-def _DUMPS(value: object) -> str:
-    if _C_ENCODE is None:  # pragma: no cover - CPython always has the C encoder
-        return json.dumps(value, ensure_ascii=False)
-    return "".join(_C_ENCODE(value, 0))
-
-
 _DECODE = json.JSONDecoder().raw_decode
 #: a call's text held whole (``_whole_call``) while its body is this short: the length after which
 #: a body's arguments stream anyway
@@ -190,17 +175,12 @@ class _Region:
     state: Spot = Spot.between  # where in the region the text is
     raw: list[str] = field(default_factory=list)
     raw_has_marker: bool = True
+    start: int = 0              # where the call being read (or the region) starts in the output
     body: Body | None = None
     call_open_used: bool = False
     emitted: int = 0            # call bodies parsed in this region (an empty JSON array counts)
     known_only: bool = False
-    # the call being streamed: its index once announced, the argument text sent for it
-    stream_idx: int | None = None
-    stream_id: str = ""
-    stream_known: bool = True
-    stream_off: bool = False
-    stream_sent: list[str] = field(default_factory=list)
-    stream_ended: int = 0       # calls of the current body (a list) already ended while streaming
+    cs: CallStream = field(default_factory=CallStream)  # the call being streamed
 
 
 class Parser:
@@ -214,10 +194,7 @@ class Parser:
         self.policy = Policy.coerce(policy)
         self._stream = bool(stream_arguments)
         self._schemas = values.tool_schemas(tools)
-        # per tool, the schema test of the common case (valid arguments), made when the tool's
-        # first call reports its unusable-schema notes (once per tool)
-        self._passes: dict[str, Callable[[dict[str, Any]], object]] = {}
-        self._have_tools = tools is not None
+        self._out = Output(self.policy, self._schemas, tools is not None)  # everything written
         self._c = _compiled(profile)
         r = profile.reasoning
         start: str
@@ -240,27 +217,19 @@ class Parser:
         self._push: str | None = None
         self._closed = False
         self._pos = 0
-        self._events: list[Event] = []
-        self._reasoning: list[str] = []
-        self._content: list[str] = []
-        # (name, arguments, id, status, known) of each call: made into ToolCall by result() only
-        self._calls: list[tuple[str, dict[str, Any], str, CallStatus, bool]] = []
-        self._issues: list[Issue] = []
-        self._index = 0
         self._r_blocks = 1 if start == "prefilled" else 0
         self._region: _Region | None = None
-        self._truncated = False
         self._unclosed_reported = False
         self._skip_ms = MarkerSet(())
         self._decoder: JsonBody | None = None  # decodes whole calls (``_whole_call``)
-        self._wait = False  # a handler held the rest of the working text (``_hold``)
-        self._held_call: _Region | None = None  # a held call already announced (``_announce_held``)
-        self._held_match: Match | None = None  # its marker, at the start of the carry
+        self._held: CallStream | None = None  # a call held whole and already announced (``_hold``)
+        self._call_at = _NO_MATCH  # the call marker the whole state reads on from
         self._handlers = {mode: getattr(self, name) for mode, name in _HANDLER_NAMES}
-        if self._c.harmony is not None:  # Harmony framing: its modes are harmony.Harmony's
-            hm = Harmony(self, self._c.harmony)
-            self._handlers.update({H_HEADER: hm.header, H_BODY: hm.body, H_CALL: hm.call, H_AFTER: hm.after})
-            if hm.prompt_header:
+        self._harmony: Harmony | None = None
+        if self._c.harmony is not None:  # Harmony framing: its four modes are harmony.Harmony's
+            self._harmony = Harmony(profile, self._c.harmony, self._out, self._pending, self._at, self._stream)
+            self._handlers.update(dict.fromkeys((H_HEADER, H_BODY, H_CALL, H_AFTER), self._m_harmony))
+            if self._harmony.prompt_header:
                 self._mode = H_HEADER
 
     # -- public API ----------------------------------------------------------------------------
@@ -273,15 +242,16 @@ class Parser:
         if self._closed:
             raise AutoparserError("feed() after close(): this parser has finished; create a new one "
                                   "with profile.parser() for the next response")
-        self._events = []
+        out = self._out
+        out.events = []
         self._run(text, final=False)
-        return self._events
+        return out.events
 
     def close(self) -> list[Event]:
         """End of stream: decide everything still pending. Idempotent."""
         if self._closed:
             return []
-        self._events = []
+        self._out.events = []
         self._closed = True
         self._run("", final=True)
         while True:
@@ -289,18 +259,10 @@ class Parser:
             if push is None:
                 break
             self._run(push, final=True)
-        return self._events
+        return self._out.events
 
     def result(self) -> Result:
-        finish: Literal["stop", "tool_calls", "length"] = "stop"
-        if self._stream and any(c[3] == "truncated" for c in self._calls):
-            finish = "length"  # the output was cut inside a call that was already announced
-        elif self._calls:
-            finish = "tool_calls"
-        elif self._truncated:
-            finish = "length"
-        return Result("".join(self._reasoning), "".join(self._content), [ToolCall(*c) for c in self._calls],
-                      list(self._issues), finish)
+        return self._out.result(self._stream)
 
     @property
     def _carry(self) -> str:
@@ -314,25 +276,10 @@ class Parser:
         pending.carry = ""
         base = self._pos
         i = 0
-        held = self._held_match
-        if held is not None and not final:
-            # a call held whole (``_whole_call``): its marker opens ``w``, where a scan would find it
-            self._held_match = None
-            j = self._whole_call(held, w, False)
-            if j is None:
-                self._enter_region(Kind.call, held)
-                self._mode = REGION
-                j = held.end
-            elif self._wait:
-                self._wait = False
-                pending.carry = w[j:]
-                self._pos = base + j
-                return
-            i = j
         # the common case first: plain content with no marker character at all
-        elif (self._mode is CONTENT and not final and not self._at_start
+        if (self._mode is CONTENT and not final and not self._at_start
                 and not self._content_ms.could_start(w)):
-            self._emit_content(w)
+            self._out.write_content(w, base)
             self._pos += len(w)
             return
         n = len(w)
@@ -358,10 +305,6 @@ class Parser:
             rstate = rg.state if rg is not None else None
             body = rg.body if rg is not None else None
             j = handlers[mode](w, i, final)
-            if self._wait:  # the handler keeps the rest for the next chunk
-                self._wait = False
-                i = j
-                break
             if self._push is not None:
                 w, base = self._reread(w, j, base)
                 n = len(w)
@@ -388,64 +331,40 @@ class Parser:
     def _at(self, i: int) -> int:
         return self._pos + i
 
-    # -- emission -------------------------------------------------------------------------------
-    def _emit_content(self, text: str) -> None:
-        if not text:
-            return
-        if self._calls and text.strip(_WS):
-            pol = self.policy.text_after_call
-            if pol == "drop":
-                return
-            if pol == "raise":
-                self._issue("text_after_call", "text after a tool call", 0, "raise")
-        self._content.append(text)
-        self._events.append(ContentDelta(text))
-
-    def _emit_reasoning(self, text: str) -> None:
-        if text:
-            self._reasoning.append(text)
-            self._events.append(ReasoningDelta(text))
-
-    def _issue(self, code: str, message: str, pos: int, action: str = "") -> None:
-        self._issues.append(Issue(code, message, pos))
-        if action == "raise":
-            raise ParseError(code, message, pos)
+    def _m_harmony(self, w: str, i: int, final: bool) -> int:
+        """The four Harmony modes: ``harmony.Harmony`` reads them and says which mode follows."""
+        assert self._harmony is not None
+        j, self._mode = self._harmony.handle(self._mode, w, i, final)
+        return j
 
     # -- content, reasoning ----------------------------------------------------------------------
     def _m_content(self, w: str, i: int, final: bool) -> int:
-        if self._at_start and not (self._reasoning or self._index):
+        out = self._out
+        if self._at_start and not (out.reasoning or out.index):
             k = i
             while k < len(w) and w[k] in _WS:
                 k += 1
             if k == len(w) and not final:
-                self._emit_content(w[i:k])
+                out.write_content(w[i:k], self._at(i))
                 return k
             m0 = self._start_ms.match_at(w, k, final) if k < len(w) else None
             if m0 is True and not final:
-                self._emit_content(w[i:k])
+                out.write_content(w[i:k], self._at(i))
                 return k
             if isinstance(m0, Match) and m0.kind is Kind.strip:
                 # a stripped marker writes nothing: the output has still not started
-                self._emit_content(w[i:k])
+                out.write_content(w[i:k], self._at(i))
                 return m0.end
             self._at_start = False
             if isinstance(m0, Match):
-                self._emit_content(w[i:k])
-                if m0.kind is Kind.call and self._c.whole_calls:
-                    j = self._whole_call(m0, w, final)
-                    if j is not None:
-                        return j
+                out.write_content(w[i:k], self._at(i))
                 return self._take(_ON_CONTENT[m0.kind], m0)
         self._at_start = False
         m, safe = self._content_ms.scan(w, i, final)
         if m is None:
-            self._emit_content(w[i:safe])
+            out.write_content(w[i:safe], self._at(i))
             return safe
-        self._emit_content(w[i:m.start])
-        if m.kind is Kind.call and self._c.whole_calls:
-            j = self._whole_call(m, w, final)
-            if j is not None:
-                return j
+        out.write_content(w[i:m.start], self._at(i))
         return self._take(_ON_CONTENT[m.kind], m)
 
     def _take(self, step: Step, m: Match) -> int:
@@ -469,12 +388,14 @@ class Parser:
             else:  # pragma: no cover - the handlers decide the other acts themselves
                 raise AssertionError(act)
         self._mode = step.then
+        if step.then is WHOLE:
+            self._call_at = m  # (the whole state reads on from this marker: no second search)
         return m.end if step.eat else m.start
 
     def _open_reasoning(self) -> None:
         r = self.profile.reasoning
-        if r is not None and r.join and self._reasoning and self._r_blocks:
-            self._emit_reasoning(r.join)
+        if r is not None and r.join and self._out.reasoning and self._r_blocks:
+            self._out.write_reasoning(r.join)
         self._r_blocks += 1
 
     def _m_undecided(self, w: str, i: int, final: bool) -> int:
@@ -490,26 +411,27 @@ class Parser:
     def _flush_held(self, as_reasoning: bool) -> None:
         text = self._pending.take_held()
         if as_reasoning:
-            self._emit_reasoning(text)
+            self._out.write_reasoning(text)
         else:
-            self._emit_content(text)
+            self._out.write_content(text, self._pos)
 
     def _m_reasoning(self, w: str, i: int, final: bool) -> int:
         pol = self.policy.call_in_reasoning
         ms = self._c.reasoning_closed_only if pol == "reasoning" else self._c.reasoning
         m, safe = ms.scan(w, i, final)
         if m is None:
-            self._emit_reasoning(w[i:safe])
+            self._out.write_reasoning(w[i:safe])
             return safe
-        self._emit_reasoning(w[i:m.start])
+        self._out.write_reasoning(w[i:m.start])
         step = _ON_REASONING[m.kind]
         if step.act is not Act.call_in_reasoning:
             return self._take(step, m)
         # a tool-call marker inside an open reasoning block
         if pol == "raise":
-            self._issue("call_in_reasoning", "tool-call marker inside reasoning", self._at(m.start), "raise")
+            self._out.issue(IssueCode.call_in_reasoning, "tool-call marker inside reasoning", self._at(m.start))
         if pol == "call":  # the step's alternative: the marker ends the block and is read again
-            self._issue("call_in_reasoning", "tool-call marker ended the reasoning block", self._at(m.start))
+            self._out.issue(IssueCode.call_in_reasoning, "tool-call marker ended the reasoning block",
+                            self._at(m.start))
             self._mode = CONTENT
             return m.start
         self._mode = step.then
@@ -536,15 +458,15 @@ class Parser:
         if act is Act.reread_held:
             text = self._pending.take_held()
             self._mode = step.then
-            self._issue("call_in_reasoning", "the reasoning block never closed; the tool call in it "
-                        "ended it", self._pos)
+            self._out.issue(IssueCode.call_in_reasoning, "the reasoning block never closed; the tool call "
+                            "in it ended it", self._pos)
             return text
         if act is Act.unclosed:
             if not self._unclosed_reported:
                 self._unclosed_reported = True
-                self._truncated = True
-                self._issue("unclosed_reasoning", "the output ended inside a reasoning block", self._pos,
-                            "raise" if self.policy.unclosed_reasoning == "raise" else "")
+                self._out.truncated = True
+                self._out.issue(IssueCode.unclosed_reasoning, "the output ended inside a reasoning block",
+                                self._pos)
             return None
         if act is Act.held_content:
             self._flush_held(as_reasoning=False)
@@ -553,23 +475,44 @@ class Parser:
         self._mode = step.then
         return None
 
-    # -- tool-call regions ------------------------------------------------------------------------
+    # -- a call marker in content: the whole call at once, or the region --------------------------
+    def _m_whole(self, w: str, i: int, final: bool) -> int:
+        """At a call marker found in content (``Mode.whole``): a call whose JSON body and end
+        marker are in hand is decoded in one step (``_whole_call``); a short one not complete yet
+        is held whole (the loop keeps it as the carry); anything else is the region's."""
+        m = self._call_at
+        if m.start != i:  # held last time: the carry starts with the marker
+            m = self._c.at_start_of_carry[m.marker]
+        j = self._whole_call(m, w, final) if self._c.whole_calls else None
+        if j is not None:
+            return j
+        self._enter_region(Kind.call, m)
+        held = self._held
+        if held is not None:  # announced while it was held: the region streams it on
+            self._held = None
+            rg = self._region
+            assert rg is not None
+            rg.cs = held
+        self._mode = REGION
+        return m.end
+
     def _whole_call(self, m: Match, w: str, final: bool) -> int | None:
         """A call whose marker, JSON body and end marker are all in ``w``: decoded in one step.
 
-        This is the region path (``_enter_region`` .. ``_region_after``) for the one case that is
-        most of a tool-calling workload, taken only when that path's every decision is already
-        made by the text in hand: the body is one complete JSON value that is a call, and the
-        end marker follows it (without one, the region's after state reads what follows). It
+        The region path (``_enter_region`` .. ``_region_after``) for the one case that is most of
+        a tool-calling workload, taken only where that path's every decision is already made by
+        the text in hand: the body is one complete JSON object that is a call (the C decoder
+        finds its end where the body's own fast path does, and the same extraction reads it), and
+        the end marker follows it (without one, the region's after state reads what follows). It
         emits exactly what the region path would emit, in the same chunk. A body not complete
-        yet is held, marker and all, while it is short (``_HOLD`` characters after the marker;
-        ``_wait`` tells the loop to keep it as the carry), and its name announced once it is
-        complete (streaming), as the region path announces it; its arguments are sent whole when
-        it ends, as the region path sends a short body's (``codecs._STREAM_AFTER``). So a short
-        call costs one decode however it is chunked. Anything else (a body that is not a call, an
-        array of calls, a long body, the end of the stream) goes to the region path (``_release``), which reads
-        the same text, a call announced while held staying announced.
-        ``tests/test_fast_paths.py`` feeds both paths the same inputs and compares the events.
+        yet is held, marker and all (returns ``m.start``: the loop keeps it as the carry), while it
+        is short (``_HOLD`` characters after the marker), and its name announced once its head is
+        complete (streaming), as the body's short phase announces it; its arguments are sent whole
+        when it ends, as for a short body (``codecs._STREAM_AFTER``). So a short call costs one
+        decode however it is chunked. Anything else (None: a body that is not a call, an array of
+        calls, a long body, the end of the stream) is the region's, which reads the same text, a
+        call announced while held staying announced. ``tests/test_fast_paths.py`` feeds both
+        paths the same inputs and compares the events; the fuzzer compares chunkings.
         """
         n = len(w)
         k = m.end
@@ -577,16 +520,16 @@ class Parser:
             k += 1
         hold = not final and n - m.end <= _HOLD
         if k == n:
-            return self._hold(m, w, k) if hold else self._release(m)
+            return m.start if hold else None
         # one object (an array of calls goes to the region path, which streams it call by call)
         if w[k] != "{" or self._c.array == "require":
-            return self._release(m)
+            return None
         if w.find("}", k) < 0:
-            return self._hold(m, w, k) if hold else self._release(m)
+            return self._hold(m, w, k) if hold else None
         try:
             value, j = _DECODE(w, k)
         except ValueError:  # not complete yet, or not JSON: the region path tells which
-            return self._hold(m, w, k) if hold else self._release(m)
+            return self._hold(m, w, k) if hold else None
         body = self._decoder
         if body is None:
             t = self.profile.tools
@@ -596,21 +539,22 @@ class Parser:
             body = self._decoder = made
         calls = body.calls_from(value)
         if not calls:
-            return self._release(m)
+            return None
         # a complete call: the region path announces it here too, whatever follows
         pos = self._pos + j
-        held = self._held_call
+        out = self._out
         for c in calls:
+            held = self._held
             if held is not None:  # announced while it was held: the rest, as the region path ends it
-                self._held_call = None
-                self._end_streamed(held, c, pos, None)
-                held = None
+                self._held = None
+                out.end_streamed(held, c, pos, None)
             else:
-                self._emit_call(c, pos)
+                out.emit_call(c, pos)
         e = j
         while e < n and w[e] in _WS:
             e += 1
         close = self._c.plain_close
+        self._mode = CONTENT
         if close and w.startswith(close, e):  # what ``after.match_at`` finds there, without a Match
             return e + len(close)
         r = self._c.after.match_at(w, e, final) if e < n else None
@@ -618,52 +562,34 @@ class Parser:
             return r.end
         # not closed in this text: the region's after state reads what follows, as it would have
         self._region = _Region(Kind.call, m.marker, state=AFTER, raw_has_marker=False, call_open_used=True,
-                               emitted=len(calls))
+                               emitted=len(calls), start=self._at(m.start))
         self._mode = REGION
         return j
 
     def _hold(self, m: Match, w: str, k: int) -> int:
         """Keep the text from ``m`` for the next chunk: nothing in it is decided yet, except
-        perhaps the call's name (streaming: announced now, as the region path would)."""
-        if self._stream and self._held_call is None and w.find("{", k + 1) > k and w.startswith("{", k):
-            self._announce_held(w, k)
-        self._wait = True
-        self._held_match = m if m.start == 0 else self._c.at_start_of_carry[m.marker]
+        perhaps the call's name (streaming: announced once the head is all there, as the body's
+        short phase does: ``codecs.head_name``)."""
+        if self._stream and self._held is None and w.find("{", k + 1) > k:
+            t = self.profile.tools
+            assert t is not None
+            name = head_name(t.codec, w, k)
+            if name:
+                cs = CallStream()
+                self._out.announce(cs, name, None)
+                if cs.idx is not None:  # (an unknown tool the policy drops is never announced)
+                    self._held = cs
         return m.start
 
-    def _announce_held(self, w: str, k: int) -> None:
-        """Announce a held call once its head is all there, as the region path does
-        (``codecs.head_name``, then ``_announce``)."""
-        t = self.profile.tools
-        assert t is not None
-        name = head_name(t.codec, w, k)
-        if name:
-            rg = _Region(Kind.call, "")
-            self._announce(rg, name, None)
-            if rg.stream_idx is not None:  # (an unknown tool the policy drops is never announced)
-                self._held_call = rg
-
-    def _release(self, m: Match) -> int | None:
-        """The held text goes to the region path; a call announced while held stays announced."""
-        held = self._held_call
-        if held is None:
-            return None
-        self._held_call = None
-        self._enter_region(Kind.call, m)
-        self._mode = REGION
-        rg = self._region
-        assert rg is not None
-        rg.stream_idx, rg.stream_id, rg.stream_known = held.stream_idx, held.stream_id, held.stream_known
-        return m.end
-
+    # -- tool-call regions ------------------------------------------------------------------------
     def _enter_region(self, kind: Kind, m: Match) -> None:
         t = self.profile.tools
         assert t is not None
         if kind is Kind.look:
-            self._region = _Region(Kind.look, "", state=CALL, raw_has_marker=False,
+            self._region = _Region(Kind.look, "", state=CALL, raw_has_marker=False, start=self._at(m.start),
                                    known_only=m.marker in t.lookahead_known_only)
             return
-        rg = _Region(kind, m.marker, state=BETWEEN if kind is Kind.section else CALL)
+        rg = _Region(kind, m.marker, state=BETWEEN if kind is Kind.section else CALL, start=self._at(m.start))
         rg.raw.append(m.marker)
         rg.call_open_used = kind is Kind.call
         self._region = rg
@@ -697,7 +623,8 @@ class Parser:
         if k == len(w):
             if final:
                 if rg.via is Kind.section and t.section_close and rg.emitted:
-                    self._issue("missing_end_marker", "tool-call section was not closed", self._at(k))
+                    self._out.issue(IssueCode.missing_end_marker, "tool-call section was not closed", self._at(k),
+                                    "truncated_call")
                 if not rg.emitted and rg.via is Kind.section:
                     return self._reject(rg, w, k, truncated=True, reason="tool-call section is empty")
                 self._end_region()
@@ -719,6 +646,7 @@ class Parser:
                 self._end_region()
             elif isinstance(then, Spot):
                 rg.state = then
+                rg.start = self._at(k)
                 if act is Act.call_open:
                     rg.call_open_used = True
                 elif act is Act.look:
@@ -737,6 +665,7 @@ class Parser:
                 return k
             return self._reject(rg, w, k, truncated=False, reason="tool-call marker not followed by a call")
         rg.state = CALL
+        rg.start = self._at(k)
         return k
 
     def _region_call(self, rg: _Region, w: str, i: int, final: bool) -> int:
@@ -761,31 +690,55 @@ class Parser:
         st, j = body.feed(w, i, final)
         if j > i:
             rg.raw.append(w[i:j])
+        cs = rg.cs
         if body.streaming:
-            self._stream_call(rg, body, self._at(j))
+            self._out.stream(cs, body, self._at(j), self._at)
         if st == "more":
             return j
         if st == "reject":
-            if rg.stream_idx is not None:
-                return self._end_started(rg, body, j)
-            if rg.stream_ended:
-                return self._drop_rest(rg, body, j)
+            if cs.idx is not None:
+                # an announced call whose body turned out cut off or malformed: it stays a call
+                self._out.end_started(cs, body, body.call_name or "", self._at(j))
+                return self._call_broken(rg, body.truncated, j)
+            if cs.ended:
+                # a list that ended calls while streaming, then broke: those calls stay (nothing is
+                # taken back); the rest of its text is dropped, with an issue
+                if body.truncated:
+                    self._out.truncated = True  # finish stays "tool_calls": complete calls, then cut text
+                self._out.issue(IssueCode.truncated_call if body.truncated else IssueCode.invalid_call,
+                                f"{body.reason}; the {cs.ended} call(s) before it stay, the rest was dropped",
+                                self._at(j))
+                cs.ended = 0
+                return self._call_broken(rg, body.truncated, j)
             return self._reject(rg, w, j, truncated=body.truncated, reason=body.reason)
-        self._emit_calls(rg, body.calls, self._at(j))
+        self._out.emit_calls(cs, body.calls, body, self._at(j), self._at)
+        rg.emitted += max(1, len(body.calls))
+        rg.raw = []
+        rg.raw_has_marker = False
         rg.body = None
         rg.state = AFTER
+        return j
+
+    def _call_broken(self, rg: _Region, truncated: bool, j: int) -> int:
+        """The region ends at a call that broke after it was announced; the rest of a malformed
+        call's text is the call's (its end marker too), never content."""
+        self._end_region()
+        if not truncated:
+            self._skip_rest(rg)
         return j
 
     def _region_after(self, rg: _Region, w: str, i: int, final: bool) -> int:
         t = self.profile.tools
         assert t is not None
         k = self._skip_ws(rg, w, i)
-        if k == len(w):
+        if k == len(w) or (final and w[k:] in self._c.after.prefixes):
+            # (the output ended here, or inside the end marker: a cut-off marker is no content)
             if final:
                 if (rg.call_open_used and t.call_close) or (rg.via is Kind.section and t.section_close):
-                    self._issue("missing_end_marker", "tool call was not closed; recovered it at the end "
-                                "of the output", self._at(k))
+                    self._out.issue(IssueCode.missing_end_marker, "tool call was not closed; recovered it at "
+                                    "the end of the output", self._at(k), "truncated_call")
                 self._end_region()
+                return len(w)
             return k
         r = self._c.after.match_at(w, k, final)
         if r is True and not final:
@@ -797,11 +750,12 @@ class Parser:
             if act is Act.check_closed:
                 if rg.call_open_used and t.call_close:
                     where = "the section end" if r.kind is Kind.s_close else "the end of the turn"
-                    self._issue("missing_end_marker", f"tool call was not closed before {where}", self._at(k))
+                    self._out.issue(IssueCode.missing_end_marker, f"tool call was not closed before {where}",
+                                    self._at(k))
             elif act is Act.close_call or act is Act.next_call:
                 if act is Act.next_call and t.call_close:
-                    self._issue("missing_end_marker", "tool call was not closed before the next one",
-                                self._at(k))
+                    self._out.issue(IssueCode.missing_end_marker, "tool call was not closed before the next one",
+                                    self._at(k))
                 if rg.via is not Kind.section:
                     then = CONTENT  # the step's alternative: a call outside a section is the region
                 elif act is Act.close_call:
@@ -810,6 +764,7 @@ class Parser:
                 self._end_region()
             elif isinstance(then, Spot):
                 rg.state = then
+                rg.start = self._at(k)
                 if act is Act.look:  # inside an open call block the marker is no lookalike
                     rg.known_only = r.marker in t.lookahead_known_only and not rg.call_open_used
             return r.end if step.eat else k
@@ -817,93 +772,9 @@ class Parser:
             rg.state = BETWEEN
             return k
         if rg.call_open_used and t.call_close:
-            self._issue("missing_end_marker", "tool call was not closed; text follows it", self._at(k))
+            self._out.issue(IssueCode.missing_end_marker, "tool call was not closed; text follows it", self._at(k))
         self._end_region()
         return k
-
-    def _stream_call(self, rg: _Region, body: ArgSource, pos: int = 0) -> None:
-        """Announce the call once its name is certain, then send what its arguments made certain.
-        A list body ends each of its calls as soon as that call's text has closed."""
-        while True:
-            if rg.stream_idx is None and not rg.stream_off and body.call_name is not None:
-                self._announce(rg, body.call_name, body.call_id)
-            if rg.stream_idx is not None:
-                text = body.take_args()
-                if text:
-                    rg.stream_sent.append(text)
-                    self._events.append(ToolCallArgsDelta(rg.stream_idx, text))
-            ended = body.pop_ended() if isinstance(body, Body) else None
-            if ended is None:
-                return
-            rg.stream_ended += 1
-            at = self._at(ended.end) if ended.end >= 0 else pos
-            if rg.stream_idx is not None:
-                self._end_streamed(rg, ended, at, None)
-            else:  # never announced (an unknown tool the policy drops): as without streaming
-                self._emit_call(ended, at)
-            rg.stream_off = False
-
-    def _announce(self, rg: _Region, name: str, call_id: str | None) -> None:
-        """Start the call ``rg`` streams, unless it is to a tool the policy drops or raises on."""
-        known = not self._have_tools or name in self._schemas
-        if not known and self.policy.unknown_tool != "forward":
-            rg.stream_off = True  # dropped or raised on at the end, as without streaming
-            return
-        idx = self._start_call(name, call_id)
-        rg.stream_idx = idx
-        rg.stream_id = call_id or f"call_{idx}"
-        rg.stream_known = known
-        rg.stream_sent = []
-
-    def _finish_stream(self, rg: _Region, body: ArgSource | None,
-                       parsed: dict[str, Any] | None = None) -> dict[str, object] | None:
-        """Send the rest of a streamed call's arguments; their value (None if nothing was sent).
-
-        ``parsed``: the complete body's arguments. When what was sent is a prefix of their JSON
-        (the transcoder stopped at text only the complete parse understands, such as a Python
-        comment), the rest of that JSON is sent instead of closing what was sent."""
-        assert rg.stream_idx is not None
-        rest = body.take_args() if body is not None else ""
-        if body is not None:
-            sent = "".join(rg.stream_sent) + rest if parsed is not None and (rest or rg.stream_sent) else ""
-            full = _DUMPS(parsed) if sent else ""
-            rest += full[len(sent):] if sent and full.startswith(sent) else body.args_closing()
-        if rest:
-            rg.stream_sent.append(rest)
-            self._events.append(ToolCallArgsDelta(rg.stream_idx, rest))
-        if not rg.stream_sent:
-            return None
-        value = json.loads("".join(rg.stream_sent))
-        assert isinstance(value, dict)
-        return value
-
-    def _end_started(self, rg: _Region, body: ArgSource, j: int) -> int:
-        """An announced call whose body turned out cut off or malformed: it stays a call."""
-        truncated = body.truncated
-        code = "truncated_call" if truncated else "invalid_call"
-        if truncated:
-            self._truncated = True
-        pol = self.policy.truncated_call if truncated else self.policy.malformed_arguments
-        name = body.call_name or ""
-        self._issue(code, f"{name}: {body.reason}; kept the arguments that were complete", self._at(j),
-                    "raise" if pol == "raise" else "")
-        args = self._finish_stream(rg, body)
-        if args is None:
-            args = {}
-            assert rg.stream_idx is not None
-            self._events.append(ToolCallArgsDelta(rg.stream_idx, "{}"))
-        status: CallStatus = "truncated" if truncated else "invalid"
-        assert rg.stream_idx is not None
-        if not rg.stream_known:
-            self._issue("unknown_tool", f"call to a tool not in the request: {name!r}", self._at(j))
-        self._events.append(ToolCallEnd(rg.stream_idx, args, status))
-        self._calls.append((name, args, rg.stream_id, status, rg.stream_known))
-        rg.stream_idx = None
-        self._end_region()
-        if not truncated:
-            # the rest of a malformed call's text is the call's (its end marker too), never content
-            self._skip_rest(rg)
-        return j
 
     def _skip_rest(self, rg: _Region) -> None:
         """Read on, dropping text, past the end marker of a call (or of its section) whose text
@@ -916,76 +787,47 @@ class Parser:
             self._mode = SKIP
             self._skip_ms = self._c.skip_section if rg.via is Kind.section else self._c.skip_call
 
-    def _drop_rest(self, rg: _Region, body: Body, j: int) -> int:
-        """A list body that ended calls while streaming, then broke: those calls stay (nothing is
-        taken back); the rest of its text is dropped, with an issue."""
-        t = self.profile.tools
-        assert t is not None
-        truncated = body.truncated
-        if truncated:
-            self._truncated = True  # finish stays "tool_calls": complete calls, then cut text
-        pol = self.policy.truncated_call if truncated else self.policy.malformed_arguments
-        self._issue("truncated_call" if truncated else "invalid_call",
-                    f"{body.reason}; the {rg.stream_ended} call(s) before it stay, the rest was dropped",
-                    self._at(j), "raise" if pol == "raise" else "")
-        rg.stream_ended = 0
-        self._end_region()
-        if not truncated:
-            self._skip_rest(rg)
-        return j
-
-    def _start_call(self, name: str, cid: str | None) -> int:
-        idx = self._index
-        self._index += 1
-        known = not self._have_tools or name in self._schemas
-        self._events.append(ToolCallStart(idx, cid or f"call_{idx}", name, known))
-        return idx
-
     def _reject(self, rg: _Region, w: str, j: int, truncated: bool, reason: str) -> int:
+        """A region whose text is no call: recorded at the call's start, then its text is content
+        (read again after its marker) or dropped, per the profile's recovery rule and the policy."""
         t = self.profile.tools
         assert t is not None
+        out = self._out
         recovery: str = t.on_truncated if truncated else t.on_invalid
         if truncated:
-            self._truncated = True
-            if self.policy.truncated_call == "raise":
-                self._issue("truncated_call", reason, self._at(j), "raise")
+            out.truncated = True
             if self.policy.truncated_call == "drop":
                 recovery = "drop"
-        elif self.policy.malformed_arguments == "raise":
-            self._issue("invalid_call", reason, self._at(j), "raise")
         if recovery == "content_if_no_calls":
-            recovery = "content" if not self._calls else "drop"
-        self._issue("truncated_call" if truncated else "invalid_call",
-                    f"{reason}; its text was {'dropped' if recovery == 'drop' else 'kept as content'}",
-                    self._at(j))
+            recovery = "content" if not out.calls else "drop"
+        out.issue(IssueCode.truncated_call if truncated else IssueCode.invalid_call,
+                  f"{reason}; its text was {'dropped' if recovery == 'drop' else 'kept as content'}", rg.start)
         raw = "".join(rg.raw)
         self._region = None
         self._mode = CONTENT
+        if rg.via is Kind.look:
+            if truncated and recovery == "drop":
+                return len(w)  # (at the end: the rest of the output is the cut-off call)
+            # the lookahead marker was not a call: its first character is content, read on after it
+            # (the next reading starts past it, so the same text is never a lookahead twice)
+            if not raw:
+                out.write_content(w[j:j + 1], self._at(j))
+                return j + 1
+            out.write_content(raw[0], rg.start)
+            if len(raw) > 1:
+                self._push = raw[1:]
+            return j
         if recovery == "drop":
             if not truncated:
                 self._skip_rest(rg)
             return j
-        if rg.via is Kind.look and not rg.emitted:
-            # the lookahead marker was not a call: its first character is content, read on after it
-            if not raw:
-                self._emit_content(w[j:j + 1])
-                return j + 1
-            self._emit_content(raw[0])
-            if len(raw) > 1:
-                self._push = raw[1:]
-            return j
         if rg.raw_has_marker and rg.marker and raw.startswith(rg.marker):
             if recovery == "content":
-                self._emit_content_raw(rg.marker)
+                out.write_content(rg.marker, rg.start)
             raw = raw[len(rg.marker):]
         if raw:
             self._push = raw
         return j
-
-    def _emit_content_raw(self, text: str) -> None:
-        """Content that is the literal text of a rejected marker (never re-scanned)."""
-        self._content.append(text)
-        self._events.append(ContentDelta(text))
 
     def _m_skip(self, w: str, i: int, final: bool) -> int:
         m, safe = self._skip_ms.scan(w, i, final)
@@ -994,97 +836,3 @@ class Parser:
                 self._end_step(AT_END[SKIP])
             return safe
         return self._take(_ON_SKIP[m.kind], m)
-
-    def _emit_calls(self, rg: _Region, calls: list[ParsedCall], pos: int) -> None:
-        """Announce parsed calls; ``pos`` (where the call text ended) locates their issues."""
-        done = rg.stream_ended  # ended while streaming: only issues the complete parse added remain
-        ended = rg.body.ended if rg.body is not None else []
-        for n, c in enumerate(calls):
-            if n < done:
-                for code, msg in c.issues:
-                    if n >= len(ended) or (code, msg) not in ended[n].issues:
-                        self._issue(code, f"{c.name}: {msg}", pos)
-            elif n == done and rg.stream_idx is not None:
-                self._end_streamed(rg, c, pos, rg.body)
-            else:
-                self._emit_call(c, self._at(c.end) if c.end >= 0 else pos)
-        rg.stream_ended = 0
-        rg.stream_off = False
-        rg.emitted += max(1, len(calls))
-        rg.raw = []
-        rg.raw_has_marker = False
-
-    def _end_streamed(self, rg: _Region, c: ParsedCall, pos: int, src: ArgSource | None) -> None:
-        """The complete body of a call that was announced early: send the rest, then its end."""
-        idx = rg.stream_idx
-        assert idx is not None
-        args = self._finish_stream(rg, src, c.arguments)
-        rg.stream_idx = None
-        status: CallStatus = c.status
-        if not rg.stream_known:
-            self._issue("unknown_tool", f"call to a tool not in the request: {c.name!r}", pos)
-        for code, msg in c.issues:
-            self._issue(code, f"{c.name}: {msg}", pos)
-        if args is None:  # nothing could stream (e.g. arguments written as a JSON string)
-            args = c.arguments
-            self._events.append(ToolCallArgsDelta(idx, _DUMPS(args)))
-        elif args != c.arguments:
-            self._issue("stream_mismatch", f"{c.name}: the streamed arguments differ from the parsed "
-                        "ones; kept what was sent", pos)
-            if status == "ok":
-                status = "repaired"
-        if self._have_tools and rg.stream_known:
-            status = self._check_schema(c.name, args, status, pos)
-        self._events.append(ToolCallEnd(idx, args, status))
-        self._calls.append((c.name, args, rg.stream_id, status, rg.stream_known))
-
-    def _check_schema(self, name: str, arguments: dict[str, Any], status: CallStatus, pos: int) -> CallStatus:
-        """Validate a known tool's arguments (streamed or whole: one check for both paths); a schema
-        the validator cannot use is reported once per tool and never blocks the call."""
-        quick = self._passes.get(name)
-        schema = self._schemas.get(name)
-        if quick is None:
-            for note in values.schema_notes(schema):
-                self._issue("schema_unusable", f"{name}: {note}", pos)
-            quick = self._passes[name] = values.quick_check(schema)
-        try:
-            quick(arguments)
-        except Exception:  # a problem, or a check that could not tell: the full check decides
-            pass
-        else:
-            return status
-        problems = values.validate_arguments(arguments, schema)
-        if problems:
-            msg = f"{name}: arguments do not match the tool schema: {'; '.join(problems)}"
-            self._issue("schema_mismatch", msg, pos, "raise" if self.policy.schema_mismatch == "raise" else "")
-            if status == "ok":
-                return "invalid"
-        return status
-
-    def _emit_call(self, c: ParsedCall, pos: int) -> None:
-        known = not self._have_tools or c.name in self._schemas
-        if not known:
-            pol = self.policy.unknown_tool
-            if pol == "raise":
-                self._issue("unknown_tool", f"call to unknown tool {c.name!r}", pos, "raise")
-            if pol == "drop":
-                self._issue("unknown_tool", f"dropped a call to unknown tool {c.name!r}", pos)
-                return
-            self._issue("unknown_tool", f"call to a tool not in the request: {c.name!r}", pos)
-        idx = self._index
-        self._index += 1
-        cid = c.id or f"call_{idx}"
-        events = self._events
-        events.append(ToolCallStart(idx, cid, c.name, known))
-        for code, msg in c.issues:
-            self._issue(code, f"{c.name}: {msg}", pos)
-        status: CallStatus = c.status
-        if self._have_tools and known:
-            status = self._check_schema(c.name, c.arguments, status, pos)
-        events.append(ToolCallArgsDelta(idx, _DUMPS(c.arguments)))
-        events.append(ToolCallEnd(idx, c.arguments, status))
-        self._calls.append((c.name, c.arguments, cid, status, known))
-
-    def _harmony_region(self) -> _Region:
-        """The region a Harmony call message streams through (the call code is the machine's)."""
-        return _Region(Kind.msg, "")

@@ -43,6 +43,7 @@ from typing import Any
 from ..profile import CodecSpec, PatternSpec
 from . import values
 from .codecs import Body, ParsedCall, Status
+from .issues import IssueCode
 from .markers import Kind, MarkerSet, Match
 from .scanner import BalancedScanner
 
@@ -528,7 +529,7 @@ class PatternBody(Body):
         self.slots: dict[str, str] = {}      # the call's name, id
         self.arg: dict[str, str] = {}        # the argument being read: key, type
         self.args: dict[str, Any] = {}
-        self.issues: list[tuple[str, str]] = []
+        self.issues: list[tuple[IssueCode, str]] = []
         self.reader: _ValueReader | None = None
         self.types = dict(spec.pattern.types)
         self._enders = _value_enders(self.prog, stops.markers, spec.pattern.value)
@@ -670,7 +671,10 @@ class PatternBody(Body):
         if st == "bad":
             if final and j >= len(text):
                 return self._cut("last value", j)
-            return self._reject(f"not a {self.pat.value} value: {text[i:i + 40]!r}", j)
+            # (no quote of the text: how much of it was in hand when this was decided depends on
+            # the chunks; the message must not)
+            self._stream_value()
+            return self._reject(f"not a {self.pat.value} value", j)
         if st == "more":
             self._stream_value()
             return "more", j
@@ -704,6 +708,7 @@ class PatternBody(Body):
                 return "go", reader.skip(text, i)
             if final and (j >= len(text) or i >= len(text)):
                 return self._cut("last value", i)
+            self._stream_value()  # (what streamed of the value in pieces, sent from whole text too)
             return self._reject("the argument does not end as the pattern says", i)
         try:
             self._end_value()
@@ -781,7 +786,7 @@ class PatternBody(Body):
             return plain
         value, issue = values.coerce_text(plain, sch, self.schemas.get(self.slots.get("name", "")))
         if issue:
-            self.issues.append(("coercion_fallback", issue))
+            self.issues.append((IssueCode.coercion_fallback, issue))
         return value
 
     def _member(self, key: str) -> str:
@@ -831,7 +836,7 @@ class PatternBody(Body):
         cid = self.slots.get("call_id") or None
         call = ParsedCall(name, dict(self.args), cid, "truncated" if truncated else "ok", list(self.issues))
         if truncated:
-            call.issues.append(("partial_value", "the last argument value was cut off; surfaced as is"))
+            call.issues.append((IssueCode.partial_value, "the last argument value was cut off; surfaced as is"))
         self.calls = [call]
         if self.call_name is not None and not self._done:
             self._frags = []  # the machine sends the rest of the parsed arguments

@@ -46,6 +46,7 @@ class Mode(Enum):
     undecided = "undecided"    # reasoning="auto": reasoning or content, until a marker decides
     reasoning = "reasoning"    # inside a reasoning block
     defer = "defer"            # a call marker inside reasoning: held until the block closes or not
+    whole = "whole"            # at a call marker: a complete JSON call decoded at once, else the region
     region = "region"          # tool calls (where in them: ``Spot``)
     skip = "skip"              # a rejected call's text, dropped up to its end marker
     h_header = "h_header"      # Harmony: a message header
@@ -104,7 +105,7 @@ class SpotStep(NamedTuple):
     alt: tuple[Spot | Mode, ...] = ()
 
 
-_C, _U, _R, _D = Mode.content, Mode.undecided, Mode.reasoning, Mode.defer
+_C, _U, _R, _D, _W = Mode.content, Mode.undecided, Mode.reasoning, Mode.defer, Mode.whole
 _RG, _SK, _HH, _HB, _HC, _HA = Mode.region, Mode.skip, Mode.h_header, Mode.h_body, Mode.h_call, Mode.h_after
 _HELD_CONTENT = Step(_C, eat=False, act=Act.held_content)
 
@@ -114,7 +115,7 @@ TRANSITIONS: dict[Mode, dict[Kind, Step]] = {
         Kind.strip: Step(_C),
         Kind.r_open: Step(_R, act=Act.open_reasoning),
         Kind.section: Step(_RG, act=Act.region),
-        Kind.call: Step(_RG, act=Act.region),
+        Kind.call: Step(_W, eat=False),
         Kind.look: Step(_RG, eat=False, act=Act.region),
         Kind.h_start: Step(_HH, act=Act.header),
         Kind.h_channel: Step(_HH, act=Act.header),
@@ -164,6 +165,7 @@ AT_END: dict[Mode, Step] = {
     Mode.undecided: Step(_C, act=Act.held_content),
     Mode.reasoning: Step(_R, act=Act.unclosed),
     Mode.defer: Step(_C, act=Act.reread_held),
+    Mode.whole: Step(_C),  # (never: at the end its handler decides, as it does with more text)
     Mode.region: Step(_C, act=Act.need_call),
     Mode.skip: Step(_C),
     Mode.h_header: Step(_C, act=Act.header_end),
@@ -200,9 +202,12 @@ IN_REGION: dict[Spot, dict[Kind, SpotStep]] = {
 
 #: what ends a state other than a marker: a call body ends where its codec (``Spot.call``) or
 #: Harmony's bracket scanner (``Mode.h_call``) says; other text than a marker between or after
-#: calls (``text``: a call body in a section, ``?``: depending on the codec and the region)
+#: calls (``text``: a call body in a section, ``?``: depending on the codec and the region); at a
+#: call marker (``Mode.whole``) a complete JSON call in hand is written at once, a short one held
+#: whole (the carry) until it is complete, and anything else goes to the region
 OTHER: dict[Spot | Mode, dict[str, Spot | Mode]] = {
     Spot.between: {"text": _CA, "text?": _C},
+    Mode.whole: {"a whole call, closed": _C, "a whole call, not closed": _RG, "anything else": _RG},
     Spot.call: {"done": _AF, "rejected": _C, "rejected, dropped": _SK},
     Spot.after: {"text": _B, "text?": _C},
     Mode.h_call: {"done": _HA, "not JSON": _HA},
@@ -233,7 +238,7 @@ def state_diagram() -> str:
             for other in step.alt:
                 add(mode, other, kind.value + "?")
     for mode, step in AT_END.items():
-        if step.then is not mode and mode is not Mode.region:  # a region ends at its own end
+        if step.then is not mode and mode not in (Mode.region, Mode.whole):  # (they end by their handlers)
             add(mode, step.then, "end of text")
     for spot, srow in IN_REGION.items():
         for kind, sstep in srow.items():

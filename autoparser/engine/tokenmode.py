@@ -39,6 +39,7 @@ from ..events import ContentDelta, Event, ReasoningDelta, ToolCallArgsDelta
 from ..policy import Policy
 from ..profile import Profile
 from ..result import Issue, Result
+from .issues import GOVERNED_BY, IssueCode
 from .machine import Parser
 
 __all__ = ["TokenParser", "token_parser"]
@@ -172,8 +173,8 @@ class TokenParser(Parser):
         if not self._accept and v.sentinel_re.search(text):
             # a noncharacter in the output: it would read as a marker, so it is replaced
             for m in v.sentinel_re.finditer(text):
-                self._lookalikes.append(Issue("noncharacter", "a Unicode noncharacter in the output was "
-                                              "replaced by U+FFFD", self._orig + m.start()))
+                self._record(IssueCode.noncharacter, "a Unicode noncharacter in the output was replaced by "
+                             "U+FFFD", self._orig + m.start())
             return self._forward(v.sentinel_re.sub("\ufffd", text), len(text))
         self._orig += len(text)
         self._fed += len(text)
@@ -181,7 +182,7 @@ class TokenParser(Parser):
             events = Parser.feed(self, text)
         except ParseError as exc:
             raise self._moved(exc) from None
-        return self._out(events) if events and self._at_sentinel else events
+        return self._mapped(events) if events and self._at_sentinel else events
 
     def _feed_special(self, text: str) -> list[Event]:
         self._tail = ""  # a look-alike cannot span a special token
@@ -204,9 +205,13 @@ class TokenParser(Parser):
                 continue
             pos = start + m.start()
             msg = f"{token!r} written as ordinary text, not as the special token; {action}"
-            self._lookalikes.append(Issue("lookalike_marker", msg, pos))
-            if self.policy.lookalike_marker == "raise":
-                raise ParseError("lookalike_marker", msg, pos)
+            self._record(IssueCode.lookalike_marker, msg, pos)
+
+    def _record(self, code: IssueCode, message: str, pos: int) -> None:
+        """An issue of token mode (in the output as given); raised when its policy field says so."""
+        self._lookalikes.append(Issue(code, message, pos))
+        if getattr(self.policy, GOVERNED_BY[code]) == "raise":
+            raise ParseError(code.value, message, pos)
 
     def _forward(self, text: str, original: int) -> list[Event]:
         self._orig += original
@@ -215,11 +220,11 @@ class TokenParser(Parser):
             events = super().feed(text)
         except ParseError as exc:
             raise self._moved(exc) from None
-        return self._out(events)
+        return self._mapped(events)
 
     def close(self) -> list[Event]:
         try:
-            return self._out(super().close())
+            return self._mapped(super().close())
         except ParseError as exc:
             raise self._moved(exc) from None
 
@@ -245,7 +250,7 @@ class TokenParser(Parser):
             return [self._value(x) for x in v]
         return v
 
-    def _out(self, events: list[Event]) -> list[Event]:
+    def _mapped(self, events: list[Event]) -> list[Event]:
         if self._accept or not self._at_sentinel:  # the machine can only emit sentinels it was fed
             return events
         out: list[Event] = []

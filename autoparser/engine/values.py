@@ -464,14 +464,19 @@ def _coerce(text: str, schema: Mapping[str, Any] | None, root: Mapping[str, Any]
 # --------------------------------------------------------------------------------------------
 
 
+#: text on which Python's tokenizer would print a SyntaxWarning (see ``_parse_expression``)
+_WARNED = re.compile(r"\\|[0-9][A-Za-z_]")
+
+
 def _parse_expression(text: str) -> ast.expr:
     """Parse one Python expression, turning every parser failure into ValueError."""
     try:
-        if "\\" in text:
+        if _WARNED.search(text):
             # Python's tokenizer warns about unknown escapes such as '\d' (a SyntaxWarning on 3.12+,
-            # printed by default) and turns them into errors under -W error. In a literal the
-            # escape simply stays a backslash, which is what the model meant, so the warning is
-            # noise for our callers. Only texts with a backslash pay for the filter change.
+            # printed by default) and about a number run into a name ('1a': invalid decimal
+            # literal), and turns them into errors under -W error. In a literal the escape simply
+            # stays a backslash, which is what the model meant, and the other is an error anyway,
+            # so the warning is noise for our callers. Only such texts pay for the filter change.
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 tree = ast.parse(text.strip(), mode="eval")
