@@ -117,28 +117,3 @@ def test_strict_raises_where_lenient_records(code: IssueCode, policy: str) -> No
             parser.close()
         assert (info.value.code, info.value.position) == want, chunks
         assert f"at character {want[1]}" in str(info.value)
-
-
-def test_what_was_parsed_before_the_error_stays() -> None:
-    parser = autoparser.get_profile("hermes").parser(tools=WEATHER, policy="strict")
-    parser.feed("Hello. " + CALL)
-    with pytest.raises(ParseError):
-        parser.feed(" <tool_call>oops</tool_call>")
-    res = parser.result()
-    assert res.content.strip() == "Hello." and [c.name for c in res.tool_calls] == ["get_weather"]
-
-
-@pytest.mark.parametrize("text,field,code", [
-    # issue 17's examples: each exited 0 / returned a result before
-    ('<tool_call>{"name": "f", "arguments": {"a": 1}</tool_call>', "malformed_arguments", "repaired_arguments"),
-    ('<tool_call>{"name": "f", "arguments": {"a": 1}}', "truncated_call", "missing_end_marker"),
-    ('<tool_call>{"name": "f", "arguments": {"a": 1', "truncated_call", "truncated_call"),
-    ('<tool_call>{"name": "f", "arguments": {"a": 1}}</tool_call', "truncated_call", "missing_end_marker"),
-])
-def test_each_policy_field_set_to_raise_raises(text: str, field: str, code: str) -> None:
-    for policy in (Policy(**{field: "raise"}), Policy.strict()):  # type: ignore[arg-type]
-        with pytest.raises(ParseError) as info:
-            autoparser.parse(text, "hermes", policy=policy)
-        assert info.value.code == code
-        assert info.value.position >= 0
-
