@@ -536,7 +536,7 @@ class JsonBody(Body):
                 # the whole value may be here (it cannot be without a closing bracket): then the
                 # C decoder finds its end
                 fast = _decode_complete(text, i) if text.find("]" if first == "[" else "}", i) >= 0 else None
-                calls = self._calls_from(fast[0]) if fast is not None else None
+                calls = self._calls_from(fast[0], text[i:fast[1]]) if fast is not None else None
                 if fast is not None and (calls is not None or not self.streaming):
                     # (streaming, a value that is no call goes the general way: a prefix of it
                     # may have announced a call, as it would have in pieces)
@@ -617,7 +617,7 @@ class JsonBody(Body):
             value = json.loads(raw)
         except ValueError as e:
             return self._reject(f"call body is not valid JSON: {e}", j)
-        calls = self._calls_from(value)
+        calls = self._calls_from(value, raw)
         if calls is None:
             return self._reject("JSON is not a call (no name or arguments)", j)
         for c in calls:
@@ -627,10 +627,10 @@ class JsonBody(Body):
         self.calls = calls
         return "done", j
 
-    def calls_from(self, value: Any) -> list[ParsedCall] | None:
-        """The calls a complete decoded body holds (None: it is not a call); keeps no state, so
-        the machine's whole-call path reuses one body for every call."""
-        return self._calls_from(value)
+    def calls_from(self, value: Any, raw: str) -> list[ParsedCall] | None:
+        """The calls a complete decoded body (``raw``) holds (None: it is not a call); keeps no
+        state, so the machine's whole-call path reuses one body for every call."""
+        return self._calls_from(value, raw)
 
     def _feed_short(self, text: str, pos: int, final: bool) -> tuple[Status, int] | None:
         """The start of an object body, read without the scanner while nothing can be decided.
@@ -663,8 +663,12 @@ class JsonBody(Body):
             self._held = [held]
             self._held_len = len(held)
             j = len(text) - (len(held) - end)
-            calls = self._calls_from(value)
+            calls = self._calls_from(value, held[:end])
             if calls is None:
+                if self.call_name is None and self._stream_json and not self.spec.name_as_key:
+                    # in pieces its head would have announced it (a second name key after the
+                    # arguments unmakes the call only once whole): it stays an announced call
+                    self._name_from_head()
                 return self._reject("JSON is not a call (no name or arguments)", j)
             self.calls = calls
             return "done", j
@@ -685,7 +689,9 @@ class JsonBody(Body):
         if name is not None and self._name_ok(name):
             self.call_name = name
 
-    def _calls_from(self, value: Any) -> list[ParsedCall] | None:
+    def _calls_from(self, value: Any, raw: str | None = None) -> list[ParsedCall] | None:
+        if raw is not None and self.streaming and type(value) is dict and self._renamed(value, raw):
+            return None
         items = value if isinstance(value, list) else [value]
         if isinstance(value, list) and self.spec.array == "never":
             return None
@@ -696,6 +702,16 @@ class JsonBody(Body):
                 return None
             out.append(call)
         return out
+
+    def _renamed(self, value: dict[str, Any], raw: str) -> bool:
+        """Whether a second name key after the arguments renames the call: streaming announced
+        the first (``head_name``), the decoded object holds the last, so the body is malformed
+        (chunk invariance: the whole text must not read another name than its pieces did)."""
+        keys = self.spec.name_keys
+        if not any(raw.count(f'"{k}"') > 1 for k in keys):
+            return False
+        announced = head_name(self.spec, raw.lstrip(_WS))
+        return announced is not None and all(value.get(k) != announced for k in keys if k in value)
 
     def _call_from(self, obj: Any) -> ParsedCall | None:
         s = self.spec
