@@ -38,18 +38,18 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ..engine.schema import inline_refs
 from ..profile import CodecSpec, MessagesSpec, Profile, ToolSpec
+from ..wire import ToolsError, json_types, name_class, normalized, read_tools
 from .errors import ExportError
 
-__all__ = ["GrammarExport", "build_grammar", "grammar_dialects", "normalize_tools"]
+__all__ = ["GrammarExport", "build_grammar", "grammar_dialects"]
 
 Flavor = Literal["json", "relaxed", "python"]
 GrammarFormat = Literal["gbnf", "ebnf", "structural-tag"]
 
 _WS_CHARS = " \t\r\n"
-#: what a tool name may be when the request lists no tools (the engine's bare-name rule)
-_ANY_NAME = r'[^ \t\r\n<>\[\]{}()"\'`,;=:]+'
+#: what a tool name may be when the request lists no tools (the wire name rule)
+_ANY_NAME = name_class() + "+"
 
 
 @dataclass(frozen=True)
@@ -65,23 +65,13 @@ class GrammarExport:
     notes: tuple[str, ...] = ()
 
 
-def normalize_tools(tools: object) -> dict[str, Mapping[str, Any]]:
-    """``{name: parameters schema}`` from OpenAI-style tools (``{"type": "function", "function": ...}``),
-    bare function dicts, or a mapping of name to schema."""
-    if tools is None:
-        return {}
-    if isinstance(tools, Mapping):
-        return {str(k): (v if isinstance(v, Mapping) else {}) for k, v in tools.items()}
-    out: dict[str, Mapping[str, Any]] = {}
-    if not isinstance(tools, Sequence) or isinstance(tools, str):
-        raise ExportError(f"tools must be a list of OpenAI tool definitions, got {type(tools).__name__}")
-    for i, t in enumerate(tools):
-        fn = t.get("function", t) if isinstance(t, Mapping) else None
-        if not isinstance(fn, Mapping) or not isinstance(fn.get("name"), str):
-            raise ExportError(f"tools[{i}] has no function name")
-        params = fn.get("parameters")
-        out[fn["name"]] = params if isinstance(params, Mapping) else {}
-    return out
+def _tool_schemas(tools: object) -> dict[str, dict[str, Any]]:
+    """``{name: parameters schema}`` read by :func:`autoparser.wire.read_tools` (any tool shape),
+    each schema normalized (``$ref`` and type aliases resolved as validation resolves them)."""
+    try:
+        return {name: normalized(params) for name, params in read_tools(tools, strict=True).items()}
+    except ToolsError as exc:
+        raise ExportError(str(exc)) from None
 
 
 # -- rule set ------------------------------------------------------------------------------------
@@ -171,8 +161,7 @@ class _Builder:
 
     def __init__(self, profile: Profile, tools: Mapping[str, Mapping[str, Any]]) -> None:
         self.p = profile
-        # $ref resolved as validation resolves it (a recursive one widens to any value)
-        self.tools = {name: inline_refs(sch) if isinstance(sch, Mapping) else sch for name, sch in tools.items()}
+        self.tools = tools
         self.r = _Rules()
         self.ws = self.r.add("ws", "[ \\t\\n\\r]*")
         self.notes: list[str] = []
@@ -680,23 +669,17 @@ class _Builder:
 
 
 def _types(schema: Any) -> set[str]:
+    """The JSON types a value of ``schema`` may have (a string-only ``enum``/``const`` is text)."""
     if not isinstance(schema, Mapping):
         return set()
-    out: set[str] = set()
-    t = schema.get("type")
-    if isinstance(t, str):
-        out.add(t)
-    elif isinstance(t, list):
-        out |= {x for x in t if isinstance(x, str)}
-    for k in ("anyOf", "oneOf"):
-        for alt in schema.get(k) or ():
-            out |= _types(alt)
+    out = set(json_types(schema))
     if "enum" in schema or "const" in schema:
         vals = schema.get("enum") or [schema.get("const")]
         if all(isinstance(v, str) for v in vals):
             out.add("string")
-    if not out and isinstance(schema.get("properties"), Mapping):
-        out.add("object")
+    for key in ("anyOf", "oneOf"):
+        for alt in schema.get(key) or ():
+            out |= _types(alt)
     return out
 
 
@@ -842,7 +825,7 @@ def build_grammar(profile: Profile, tools: object = None, fmt: GrammarFormat = "
     """
     if fmt not in ("gbnf", "ebnf", "structural-tag"):
         raise ExportError(f"unknown grammar format {fmt!r} (valid: ebnf, gbnf, structural-tag)")
-    schemas = normalize_tools(tools)
+    schemas = _tool_schemas(tools)
     if profile.tools is None and profile.messages is None:
         only = "reasoning and content" if profile.reasoning is not None else "content"
         raise ExportError(f"profile {profile.name or '<derived>'!r} has no tool-call format to constrain "
