@@ -26,6 +26,7 @@ llg = pytest.importorskip("llguidance")
 _TOKEN = re.compile(r'\s*(?:(?P<str>"(?:[^"\\]|\\.)*")|(?P<cls>\[(?:[^\]\\]|\\.)*\])'
                     r"|(?P<name>[a-zA-Z0-9-]+)|(?P<op>[()|*+?]))")
 _ESC = {"n": "\n", "r": "\r", "t": "\t"}
+_CONTROL = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
 def _unescape_one(m: re.Match[str]) -> str:
@@ -63,7 +64,7 @@ def gbnf_to_char_lark(g: str) -> str:
             pos = m.end()
             if m.group("str") is not None:
                 s = _unescape(m.group("str"))
-                chars = " ".join("/" + re.escape(c).replace("/", "\\/") + "/" for c in s)
+                chars = " ".join("/" + _CONTROL.get(c, re.escape(c).replace("/", "\\/")) + "/" for c in s)
                 toks.append(f"( {chars} )" if len(s) > 1 else chars or '""')
             elif m.group("cls") is not None:
                 toks.append("/" + m.group("cls").replace("/", "\\/") + "/")

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..profile import CodecSpec, MessagesSpec, Profile, ToolSpec
-from ..wire import ToolsError, json_types, name_class, normalized, read_tools
+from ..wire import ToolsError, json_types, name_class, normalized, read_tools, writable
 from .errors import ExportError
 
 __all__ = ["GrammarExport", "build_grammar", "grammar_dialects"]
@@ -165,6 +165,8 @@ class _Builder:
         self.r = _Rules()
         self.ws = self.r.add("ws", "[ \\t\\n\\r]*")
         self.notes: list[str] = []
+        #: per body hint, the single-object form of a JSON call (a bare ``{`` cannot open a list)
+        self.single: dict[str, str] = {}
         self._excl: dict[tuple[tuple[str, ...], bool], str] = {}
 
     @property
@@ -246,10 +248,13 @@ class _Builder:
         jchar = r.add("json-char", f'[^"\\\\\\x00-\\x1F] | "\\\\" ( ["\\\\/bfnrt] | "u" {hex4} )')
         jstring = r.add("json-string", f'"\\"" {jchar}* "\\""')
         integer = r.add("json-integer", '"-"? ( "0" | [1-9] [0-9]* )')
-        number = r.add("json-number", f'{integer} ( "." [0-9]+ )? ( [eE] [-+]? [0-9]+ )?')
+        # two exponent digits: a number the grammar allows is always finite (1e999 is inf, not JSON)
+        number = r.add("json-number", f'{integer} ( "." [0-9]+ )? ( [eE] [-+]? [0-9] [0-9]? )?')
         if flavor == "python":
-            sq = r.add("py-sq-char", '[^\'\\\\\\n] | "\\\\" [^\\n]')
-            dq = r.add("py-dq-char", '[^"\\\\\\n] | "\\\\" [^\\n]')
+            # escapes with a fixed meaning only (``\\N``, ``\\x``, ``\\u`` need more text to be valid)
+            esc = '"\\\\" [\\\\\'"nrtabfv]'
+            sq = r.add("py-sq-char", f'[^\'\\\\\\n] | {esc}')
+            dq = r.add("py-dq-char", f'[^"\\\\\\n] | {esc}')
             string = r.add("py-string", f'"\'" {sq}* "\'" | "\\"" {dq}* "\\""')
             boolean = r.add("py-boolean", '"True" | "False" | "true" | "false"')
             null = r.add("py-null", '"None" | "null"')
@@ -415,7 +420,10 @@ class _Builder:
                 out.append(self.ws if p.isspace() else _lit(p))
         return " ".join(out) if out else '""'
 
-    def names(self) -> list[str | None]:
+    def names(self, kind: str | None = None) -> list[str | None]:
+        for name in self.tools:
+            if kind is not None and not writable(name, kind):
+                raise ExportError(f"tool name {name!r} cannot be written in a {kind} call")
         return list(self.tools) if self.tools else [None]
 
     def name_expr(self, name: str | None) -> str:
@@ -485,7 +493,7 @@ class _Builder:
         ws = self.ws
         calls = []
         name_keys = c.name_keys or ("name",)
-        for name in self.names():
+        for name in self.names(c.kind):
             args = self.args_object(name, "json")
             if c.name_as_key:
                 key = _lit(json.dumps(name)) if name is not None else "json-string"
@@ -508,6 +516,8 @@ class _Builder:
                 f'{ws} "}}"'))
         one = self.r.add(f"{hint}-call", " | ".join(calls))
         arr = f'"[" {ws} {one} {ws} ( "," {ws} {one} {ws} )* "]"'
+        if c.array != "require":
+            self.single[hint] = one
         if c.array == "never":
             return one
         if c.array == "require":
@@ -520,7 +530,7 @@ class _Builder:
         if flavor == "relaxed":
             self.codec_string_delims = c.string_delims
         calls = []
-        for name in self.names():
+        for name in self.names(c.kind):
             trailer = f" {ws} {self.pattern(c.trailer.strip(_WS_CHARS))}" if c.trailer.strip(_WS_CHARS) else ""
             calls.append(self.r.add(f"{hint}-{name or 'any'}",
                                     f"{self.header(c, name)} {ws} {self.args_object(name, flavor)}{trailer}"))
@@ -531,7 +541,7 @@ class _Builder:
         param = c.param
         calls = []
         trailer = c.trailer.strip(_WS_CHARS)
-        for name in self.names():
+        for name in self.names(c.kind):
             schema = self.tools.get(name) if name is not None else None
             if schema is not None and isinstance(schema.get("properties"), Mapping) and schema["properties"]:
                 params = self.props(schema, lambda k, sub: self.tagged_param(param, k, sub, hint),
@@ -566,6 +576,16 @@ class _Builder:
         stop = (post.strip(_WS_CHARS).replace("{key}", key) if key is not None
                 else post.strip(_WS_CHARS).split("{key}")[0])
         raw = self.excluding([stop], f"raw-until-{stop}")
+        words = _string_members(schema)
+        if words is not None:
+            # one of the members, with only the whitespace the parser trims around a raw value:
+            # the pattern's own, or a value on lines of its own when the pattern has none
+            lead = (mid2 if has_string else mid1)
+            lead, trail = lead[len(lead.rstrip(_WS_CHARS)):], post[:len(post) - len(post.lstrip(_WS_CHARS))]
+            member = _alt([_lit(w) for w in words])
+            after = f" ( {_lit(trail)} )?" if trail else ""
+            raw = (f"( {_lit(lead)} )? {member}{after}" if lead
+                   else f'( {member}{after} | "\\n" {member} ( "\\n" )? )')
         types = _types(schema)
         raw_ok = not types or "string" in types
         typed = self.value(schema, "json", f"{hint}-{key}") if types and types != {"string"} else None
@@ -593,7 +613,8 @@ class _Builder:
         ws = self.ws
         b = self.base("python")
         calls = []
-        for name in self.names():
+        ident = "[A-Za-z_] [A-Za-z0-9_]*"
+        for name in self.names("pythonic"):
             schema = self.tools.get(name) if name is not None else None
             if schema is not None and isinstance(schema.get("properties"), Mapping) and schema["properties"]:
                 def kwarg(k: str, sub: Any, tool: str | None = name) -> str:
@@ -603,10 +624,10 @@ class _Builder:
             elif schema is not None:
                 kwargs = '""'
             else:
-                kw = f'{self.r.add("py-ident", "[A-Za-z_] [A-Za-z0-9_]*")} {ws} "=" {ws} {b["value"]}'
+                kw = f'{self.r.add("py-ident", ident)} {ws} "=" {ws} {b["value"]}'
                 kwargs = f'( {kw} ( {ws} "," {ws} {kw} )* )?'
-            calls.append(self.r.add(f"{hint}-{name or 'any'}",
-                                    f'{self.name_expr(name)} {ws} "(" {ws} {kwargs} {ws} ")"'))
+            callee = _lit(name) if name is not None else self.r.add("py-callee", f'{ident} ( "." {ident} )*')
+            calls.append(self.r.add(f"{hint}-{name or 'any'}", f'{callee} {ws} "(" {ws} {kwargs} {ws} ")"'))
         one = self.r.add(f"{hint}-call", " | ".join(calls))
         return self.r.add(f"{hint}-list", f'"[" {ws} {one} ( {ws} "," {ws} {one} )* {ws} "]"')
 
@@ -655,17 +676,33 @@ class _Builder:
                 after[m] = sec_rest
         if t.call_open and (t.bare_calls or not t.section_open):
             blocks.append(item)
-        if t.lookahead_open:
-            # the marker is the start of the body itself (``<function=``, ``{``, ``[``, ``call:``)
-            items = self.r.add("bare-items", f"{body} ( {items_sep} {body} )*")
-            blocks.append(items)
-        part = self.r.add("tool-calls", f"{_alt(blocks)} ( {ws} {_alt(blocks)} )*")
-        return part, after
+        marked = _alt(blocks)
+        if not t.lookahead_open:
+            return self.r.add("tool-calls", f"{marked} ( {ws} {marked} )*"), after
+        # the marker is the start of the body itself (``<function=``, ``{``, ``[``, ``call:``); a
+        # bare ``{`` opens one object, not a list
+        if "[" not in t.lookahead_open and self.single:
+            body = _alt(list(self.single.values()))
+        bare = self.r.add("bare-items", f"{body} ( {items_sep} {body} )*")
+        if not blocks:
+            return self.r.add("tool-calls", bare), after
+        # marked blocks may come before bare calls, not after: the parser takes a marker after a
+        # bare call for a block the bare call left open
+        return self.r.add("tool-calls", f"{marked} ( {ws} {marked} )* ( {ws} {bare} )? | {bare}"), after
 
     def prose(self, triggers: Sequence[str]) -> str:
         """Text before the calls: anything without a trigger (single-character triggers such as
         ``{`` and ``[`` only start calls at the beginning, so prose may contain them)."""
         return self.excluding([x for x in triggers if len(x) > 1], "prose")
+
+
+def _string_members(schema: Any) -> list[str] | None:
+    """The string members of an ``enum``/``const`` schema (None: the schema lists no members)."""
+    if not isinstance(schema, Mapping):
+        return None
+    members = schema.get("enum") if isinstance(schema.get("enum"), list) else (
+        [schema["const"]] if "const" in schema else None)
+    return None if members is None else [m for m in members if isinstance(m, str)]
 
 
 def _types(schema: Any) -> set[str]:
@@ -709,9 +746,9 @@ class _Harmony:
     def __init__(self, b: _Builder, m: MessagesSpec) -> None:
         self.b, self.m, self.r = b, m, b.r
         for tool in b.tools:
-            if not tool or re.search(r"[\s<]", tool):
+            if not writable(tool, None):
                 raise ExportError(f"tool name {tool!r} cannot be written in a Harmony header "
-                                  "(the recipient ends at whitespace or '<')")
+                                  "(not a name by the wire rule: no whitespace, '<' ...)")
         r = self.r
         self.role = r.add("h-role", _lit(m.start + m.role))
         self.end = r.add("h-end", _alt([_lit(e) for e in m.ends]))

@@ -41,7 +41,7 @@ from typing import Any, Literal
 
 from autoparser.errors import AutoparserError
 from autoparser.profile import CodecSpec, Profile
-from autoparser.wire import ToolsError, json_types, name_class, normalized, read_tools
+from autoparser.wire import CALL_NAME, ToolsError, json_types, name_class, normalized, read_tools, writable
 
 __all__ = [
     "GrammarError",
@@ -506,7 +506,7 @@ def _one_call(codec: CodecSpec, name: str, args: Node, params: Sequence[Param],
     ``args`` is the arguments object (json, name_json); ``params`` the parameters (pythonic,
     tagged), or ``any_params`` a node for any parameters at all (no tools given).
     """
-    name_node = _Lit(name) if name else _Re(_ANY_NAME)
+    name_node = _Lit(name) if name else _Re(CALL_NAME if codec.kind == "pythonic" else _ANY_NAME)
     if codec.kind == "json":
         if codec.name_as_key:
             key_node = _Lit(json.dumps(name)) if name else _Re('"' + _ANY_NAME + '"')
@@ -573,6 +573,8 @@ def _tool_calls(profile: Profile, schemas: Mapping[str, Mapping[str, Any]]) -> N
     vals = _values_for(codec)
     out: list[Node] = []
     for name, schema in list(schemas.items()) or [("", _GENERIC_ARGS)]:
+        if name and not writable(name, codec.kind):
+            raise GrammarError(f"tool name {name!r} cannot be written in a {codec.kind} call")
         if codec.kind in ("tagged", "pythonic"):
             pv = _Values("raw", raw_stop=_raw_stop(codec)) if codec.kind == "tagged" else vals
             props = schema.get("properties")
@@ -693,6 +695,9 @@ def _tree(profile: Profile, tools: object, count: tuple[int, int | None]) -> Nod
     _check(profile)
     schemas = _tool_schemas(tools)
     if profile.tools is None:  # header-routed messages (Harmony)
+        for name in schemas:
+            if not writable(name, None):
+                raise GrammarError(f"tool name {name!r} cannot be written in a message header")
         vals = _Values("json")
         calls = [(n, vals.object_node(s) or vals.node(s)) for n, s in
                  (list(schemas.items()) or [("", _GENERIC_ARGS)])]

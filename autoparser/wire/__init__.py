@@ -8,15 +8,17 @@ never forced another way by a grammar (a test checks that no other module reads 
 
 from __future__ import annotations
 
-from .names import MAX_NAME, NOT_IN_NAME, is_name, name_class
+from .names import CALL_NAME, MAX_NAME, NOT_IN_NAME, is_call_name, is_name, name_class, writable
 from .schema import inline_refs, json_type, json_types, normalized, resolve_ref
 from .tools import ToolsError, read_tools
 
 __all__ = [
+    "CALL_NAME",
     "MAX_NAME",
     "NOT_IN_NAME",
     "ToolsError",
     "inline_refs",
+    "is_call_name",
     "is_name",
     "json_type",
     "json_types",
@@ -24,4 +26,5 @@ __all__ = [
     "normalized",
     "read_tools",
     "resolve_ref",
+    "writable",
 ]
