@@ -2,7 +2,10 @@
 
 Why: a parser can only repair what a model wrote; a grammar stops the model from writing a call the
 parser would reject. The grammar is built from the same profile fields the parser reads (markers,
-codec, header and parameter patterns), so the two cannot drift apart.
+codec, header and parameter patterns) and reads tools, schema types and names through
+:mod:`autoparser.wire` as the parser does. That alone did not keep them together (they had drifted
+on type aliases, names and enums), so ``tests/test_grammar_property.py`` checks them both ways:
+random strings this grammar allows must parse to valid calls with no issue.
 
 Three renderings of one rule set:
 
