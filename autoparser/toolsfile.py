@@ -9,6 +9,9 @@ traceback in another and a grammar forcing a tool named ``tools`` in a third. Ev
   or bare ``{"name", "parameters"}`` objects);
 - a request body: a JSON object with a ``"tools"`` list (the rest of the body is ignored).
 
+Each item is read by :func:`autoparser.wire.read_tools` (the parser's and the grammars' reader,
+so OpenAI, flat and Anthropic ``input_schema`` items all work).
+
 Anything else is a :class:`~autoparser.errors.SourceError` that names the file and says which shape
 was expected. Tools that are not functions (``{"type": "web_search"}``) are kept: a parser ignores
 them, a grammar says it cannot use them.
@@ -22,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import SourceError
+from .wire import ToolsError, read_tools
 
 __all__ = ["read_tools_file", "tools_from_json"]
 
@@ -43,16 +47,10 @@ def tools_from_json(value: object) -> list[dict[str, Any]]:
             raise ValueError(f'"tools" must be a list of tool definitions, got {_json_type(value)}')
     elif not isinstance(value, list):
         raise ValueError(f"expected {_SHAPES}; got {_json_type(value)}")
-    for index, item in enumerate(value):
-        if not isinstance(item, Mapping):
-            raise ValueError(f"tools[{index}] must be an object, got {_json_type(item)}")
-        if item.get("type", "function") != "function":
-            continue
-        function = item.get("function", item)
-        name = function.get("name") if isinstance(function, Mapping) else None
-        if not isinstance(name, str) or not name:
-            raise ValueError(f"tools[{index}] has no function name "
-                             '(expected {"type": "function", "function": {"name": ..., "parameters": ...}})')
+    try:
+        read_tools(value, strict=True, skip_foreign=True)
+    except ToolsError as exc:
+        raise ValueError(str(exc)) from None
     return [dict(item) for item in value]
 
 

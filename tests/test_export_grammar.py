@@ -17,7 +17,8 @@ import pytest
 
 import autoparser
 from autoparser.export import ExportError, build_grammar, emit
-from autoparser.export.grammar import grammar_dialects, normalize_tools
+from autoparser.export.grammar import grammar_dialects
+from autoparser.wire import read_tools
 
 llg = pytest.importorskip("llguidance")
 
@@ -25,6 +26,7 @@ llg = pytest.importorskip("llguidance")
 _TOKEN = re.compile(r'\s*(?:(?P<str>"(?:[^"\\]|\\.)*")|(?P<cls>\[(?:[^\]\\]|\\.)*\])'
                     r"|(?P<name>[a-zA-Z0-9-]+)|(?P<op>[()|*+?]))")
 _ESC = {"n": "\n", "r": "\r", "t": "\t"}
+_CONTROL = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
 def _unescape_one(m: re.Match[str]) -> str:
@@ -62,7 +64,7 @@ def gbnf_to_char_lark(g: str) -> str:
             pos = m.end()
             if m.group("str") is not None:
                 s = _unescape(m.group("str"))
-                chars = " ".join("/" + re.escape(c).replace("/", "\\/") + "/" for c in s)
+                chars = " ".join("/" + _CONTROL.get(c, re.escape(c).replace("/", "\\/")) + "/" for c in s)
                 toks.append(f"( {chars} )" if len(s) > 1 else chars or '""')
             elif m.group("cls") is not None:
                 toks.append("/" + m.group("cls").replace("/", "\\/") + "/")
@@ -177,7 +179,7 @@ def tool_part(case: dict[str, Any]) -> tuple[str | None, str, str]:
     """(prose before the calls, the tool-call part, why it is not clean) for one vector."""
     prof = autoparser.get_profile(case["dialect"])
     text = case["input"]
-    tools = normalize_tools(case.get("tools"))
+    tools = read_tools(case.get("tools"))
     exp = case["expected"]["tool_calls"]
     if not exp or not tools:
         return None, "", "no calls or no tools"
@@ -475,7 +477,7 @@ def test_harmony_accepted_text_never_holds_an_unconstrained_call(fmt: str) -> No
         if not ok:
             continue
         accepted += 1
-        schemas = normalize_tools(tools)
+        schemas = read_tools(tools)
         res = autoparser.parse(text, prof, tools=tools)
         assert not [i for i in res.issues if "call" in i.code], (text, res.issues)
         for c in res.tool_calls:
@@ -497,7 +499,7 @@ def test_harmony_soundness_on_random_texts() -> None:
     import random
 
     prof = autoparser.get_profile("harmony")
-    schemas = normalize_tools(_H_TOOLS)
+    schemas = read_tools(_H_TOOLS)
     matchers: dict[str, tuple[tuple[str, ...], Any]] = {}
     for fmt in ("gbnf", "ebnf", "structural-tag"):
         g = build_grammar(prof, _H_TOOLS, fmt)

@@ -19,6 +19,7 @@ import pytest
 from autoparser import get_profile
 from autoparser.engine import schema as schema_mod
 from autoparser.engine.values import check_arguments, coerce_text, schema_notes, validate_arguments
+from autoparser.wire import inline_refs, normalized, read_tools
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "schemas" / "pydantic.json"
 RECORDED = json.loads(FIXTURE.read_text(encoding="utf-8"))
@@ -322,20 +323,18 @@ def test_compiled_once_per_schema() -> None:
 
 
 def test_inline_refs_for_exporters() -> None:
-    inlined = schema_mod.inline_refs(FORECAST)
+    inlined = inline_refs(FORECAST)
     assert inlined["properties"]["location"]["properties"]["city"]["maxLength"] == 80
     assert inlined["properties"]["unit"] == {**FORECAST["$defs"]["Unit"], "default": "celsius"}
     assert "$defs" not in inlined
-    recursive = schema_mod.inline_refs(TOOLS["outline"])
+    recursive = inline_refs(TOOLS["outline"])
     # a recursive reference stays, and with it the $defs it needs: the copy is still a whole schema
     assert recursive["properties"]["root"]["properties"]["children"]["items"] == {"$ref": "#/$defs/Node"}
     assert recursive["$defs"] == TOOLS["outline"]["$defs"]
 
 
-def test_live_grammar_reads_refs() -> None:
-    from autoparser.live.grammar import tool_schemas as live_tool_schemas
-
-    schemas = live_tool_schemas(openai_tools("forecast", FORECAST))
+def test_normalized_tools_read_refs() -> None:
+    schemas = {name: normalized(params) for name, params in read_tools(openai_tools("forecast", FORECAST)).items()}
     assert schemas["forecast"]["properties"]["location"]["required"] == ["city"]
     assert schemas["forecast"]["properties"]["unit"]["enum"] == ["celsius", "fahrenheit"]
 

@@ -38,7 +38,8 @@ def test_qwen3_coder_grammar_types_ref_parameters() -> None:
     assert accepts_gbnf(g, call.format(location='{"city": "Paris", "country": null}', unit="fahrenheit"))
     assert not accepts_gbnf(g, call.format(location='{"country": null}', unit="fahrenheit"))
     assert not accepts_gbnf(g, call.format(location="Paris", unit="fahrenheit"))  # an object, not text
-    # (a string enum stays raw text in tagged grammars, $ref or not: the exporter's existing rule)
+    # a $ref'd string enum is raw text, but only its members (not any text): the parser validates it
+    assert not accepts_gbnf(g, call.format(location='{"city": "Paris", "country": null}', unit="kelvin"))
 
 
 def test_recursive_ref_widens_not_crashes() -> None:

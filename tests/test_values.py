@@ -26,9 +26,9 @@ from autoparser.engine.values import (
     parse_python_literal,
     parse_relaxed_object,
     schema_notes,
-    tool_schemas,
     validate_arguments,
 )
+from autoparser.wire import read_tools as tool_schemas
 
 GEMMA = ('<|"|>', '<|"|>')
 FG = ("<escape>", "<escape>")

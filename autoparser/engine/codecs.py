@@ -26,6 +26,7 @@ from functools import lru_cache
 from typing import Any, Literal, Protocol
 
 from ..profile import CodecSpec
+from ..wire import is_name, json_types, normalized
 from . import values
 from .argstream import JsonArgStream
 from .callstream import ArgTranscoder, CallList
@@ -48,7 +49,6 @@ _MAX_KEY = 256
 #: long argument's first delta comes within 80 - 24 = 56 characters (plus one chunk) of its start.
 _STREAM_AFTER = 80
 #: a tool name written bare (not inside quotes or a tag attribute): no whitespace or markup
-_BARE_NAME = re.compile(r"[^\s<>\[\]{}()\"'`,;]+\Z")
 
 
 @dataclass
@@ -832,7 +832,7 @@ class NameJsonBody(Body):
             hst, j, slot = self._header_step(self.id_first, text, pos, final, "no call id before the name")
             if hst is not None:
                 return hst, j
-            if not self.id_first.matched_suffix or not _BARE_NAME.match(slot):
+            if not self.id_first.matched_suffix or not is_name(slot):
                 return self._reject(f"not a call id: {slot[:40]!r}", pos)
             self.cid = slot
             self.phase = "header"
@@ -850,7 +850,7 @@ class NameJsonBody(Body):
                     name = re.sub(s.id_name_suffix + r"\Z", "", name)
             else:
                 name = slot
-            if not self._name_ok(name) or not _BARE_NAME.match(name) or len(name) > 256:
+            if not self._name_ok(name) or not is_name(name):
                 return self._reject(f"not a tool name: {name[:40]!r}", pos)
             self.name = name
             self.phase = "args"
@@ -1014,6 +1014,7 @@ class TaggedBody(Body):
         self.name: str | None = None
         self.phase = "header"
         self.body: list[str] = []
+        self._views: dict[str, dict[str, Any]] = {}
         self.all_ends = _tagged_ends(s.trailer.strip(_WS), self.stops.markers)
         self._param_re = self._compile_param()
         self.coerce_issues: list[tuple[IssueCode, str]] = []
@@ -1033,6 +1034,15 @@ class TaggedBody(Body):
         self._st_own_line = False    # the string value began on a line of its own
 
     # -- argument streaming ----------------------------------------------------------------------
+
+    def _view(self) -> dict[str, Any]:
+        """The call's tool schema as the grammars read it (references and type aliases resolved;
+        ``{}`` for an unknown tool): which values are raw text and how the rest is typed."""
+        name = self.name or ""
+        view = self._views.get(name)
+        if view is None:
+            view = self._views[name] = normalized(self.schemas.get(name))
+        return view
     def take_args(self) -> str:
         out = "".join(self._st_frags)
         self._st_frags = []
@@ -1060,12 +1070,12 @@ class TaggedBody(Body):
                     break
                 key = self._key(m)
                 self._st_attr = m.groupdict().get("string")
-                props = (self.schemas.get(self.name or "") or {}).get("properties") or {}
+                props = self._view().get("properties") or {}
                 sch = props.get(key) if isinstance(props, Mapping) else None
                 self._st_schema = sch
                 attr = self._st_attr
                 self._st_string = (attr.strip() == self.spec.string_true) if attr is not None else (
-                    sch is None or (isinstance(sch, Mapping) and _schema_types(sch) == {"string"}
+                    sch is None or (isinstance(sch, Mapping) and json_types(sch) == {"string"}
                                     and "enum" not in sch and "const" not in sch))
                 close = close_generic.replace("{key}", key) if self._post_has_key else close_generic
                 self._st_close = _compiled_close(close, line_values)
@@ -1233,7 +1243,7 @@ class TaggedBody(Body):
 
     def _finish_body(self, pos: int, complete: bool) -> tuple[Status, int]:
         body = "".join(self.body)
-        schema = self.schemas.get(self.name or "")
+        schema = self._view() if (self.name or "") in self.schemas else None
         try:
             args, partial = self._parse_params(body, schema, complete)
         except ValueError as e:
@@ -1323,7 +1333,7 @@ class TaggedBody(Body):
             nested = self._nested(raw, schema)
             if nested is not None:
                 return nested[0]
-            value, issue = values.coerce_text(raw, schema, self.schemas.get(self.name or ""))
+            value, issue = values.coerce_text(raw, schema, self._view())
             if issue:
                 self.coerce_issues.append((IssueCode.coercion_fallback, issue))
             return value
@@ -1334,7 +1344,7 @@ class TaggedBody(Body):
         (``<number><real>1.5</real>…</number>``), an array's items (``<item>…</item>`` each, any
         tag name), typed recursively. None when the schema allows a string, or the value is no
         such markup (then it is coerced as text)."""
-        types = _schema_types(schema)
+        types = json_types(schema)
         if "string" in types or not self.p_open or self.p_open not in raw or not types & {"object", "array"}:
             return None
         try:
@@ -1353,22 +1363,6 @@ class TaggedBody(Body):
 def _any_close(close_generic: str) -> re.Pattern[str]:
     """Any key's closing tag, for a close that names its key (``</{key}>``)."""
     return re.compile(r"[^<>\s]*".join(_lit_regex(part) for part in close_generic.split("{key}")))
-
-
-def _schema_types(schema: Mapping[str, Any]) -> set[str]:
-    t = schema.get("type")
-    out: set[str] = set()
-    if isinstance(t, str):
-        out.add(t)
-    elif isinstance(t, list):
-        out.update(x for x in t if isinstance(x, str))
-    for k in ("anyOf", "oneOf"):
-        for alt in schema.get(k) or ():
-            if isinstance(alt, Mapping):
-                out |= _schema_types(alt)
-    if not out and isinstance(schema.get("properties"), Mapping):
-        out.add("object")
-    return out
 
 
 # -- pythonic ---------------------------------------------------------------------------------

@@ -29,13 +29,13 @@ import re
 from collections.abc import Callable, Sequence
 from functools import lru_cache
 
+from ..wire import is_call_name
 from . import values
 
 __all__ = ["PythonicCallStream", "RelaxedArgStream"]
 
 _WS = " \t\r\n"
 _NAME_CHAR = re.compile(r"[\w.]")
-_DOTTED_NAME = re.compile(r"[^\W\d]\w*(?:\.[^\W\d]\w*)*")
 _WORD = re.compile(r"\w+")
 _OCTAL = frozenset("01234567")
 _HEX_LEN = {"x": 2, "u": 4, "U": 8}
@@ -207,7 +207,7 @@ class PythonicCallStream(_MemberStream):
                 i += 1
                 continue
             if st == "name_end":
-                if c != "(" or not _DOTTED_NAME.fullmatch(self._tok) or not self._name_ok(self._tok):
+                if c != "(" or not is_call_name(self._tok) or not self._name_ok(self._tok):
                     self._die()
                     return n
                 self.name = self._tok

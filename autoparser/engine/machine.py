@@ -53,7 +53,7 @@ from ..events import Event
 from ..policy import Policy
 from ..profile import Profile
 from ..result import Result
-from . import values
+from ..wire import read_tools
 from .codecs import _STREAM_AFTER, Body, JsonBody, head_name, make_body
 from .harmony import Harmony, HarmonyMarkers
 from .issues import IssueCode
@@ -193,7 +193,7 @@ class Parser:
         self.profile = profile
         self.policy = Policy.coerce(policy)
         self._stream = bool(stream_arguments)
-        self._schemas = values.tool_schemas(tools)
+        self._schemas = read_tools(tools)
         self._out = Output(self.policy, self._schemas, tools is not None)  # everything written
         self._c = _compiled(profile)
         r = profile.reasoning

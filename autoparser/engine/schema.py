@@ -20,9 +20,8 @@ Rules of this module (the engine relies on them):
 - Problems are data (``Problem``: instance path, keyword, the keyword's value, the offending
   value); their ``str`` is the message, ``location.city: required``.
 
-The module also owns ``$ref`` resolution for the rest of the package (coercion and the grammar
-exporters read the schema through the same references validation follows): ``resolve_ref`` and
-``inline_refs``.
+How a schema is *spelt* (type aliases, ``$defs``, the subschema keywords) is read from
+:mod:`autoparser.wire.schema`, as the coercer and the grammars read it.
 """
 
 from __future__ import annotations
@@ -32,51 +31,26 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import unquote
+
+from autoparser.wire.schema import (
+    MAX_SCHEMA_DEPTH,
+    SUBSCHEMA_LIST,
+    SUBSCHEMA_MAP,
+    SUBSCHEMA_ONE,
+    json_type,
+)
 
 __all__ = [
     "Problem",
     "check_arguments",
     "draft07_view",
-    "inline_refs",
     "quick_check",
-    "resolve_ref",
 ]
-
-# Schemas nest and a Python dict may even contain itself; every walk stops at this depth.
-MAX_SCHEMA_DEPTH = 32
 
 # How many distinct compiled schemas the process keeps (a server sees few distinct tool lists).
 _CACHE_SIZE = 512
 
-# Same Python/C type spellings the coercer reads (values._TYPE_ALIASES); unknown names are dropped
-# from validation with a note rather than making the whole schema unusable.
-TYPE_ALIASES: dict[str, str] = {
-    "string": "string",
-    "str": "string",
-    "text": "string",
-    "integer": "integer",
-    "int": "integer",
-    "long": "integer",
-    "number": "number",
-    "float": "number",
-    "double": "number",
-    "boolean": "boolean",
-    "bool": "boolean",
-    "object": "object",
-    "dict": "object",
-    "array": "array",
-    "list": "array",
-    "null": "null",
-    "none": "null",
-}
-
-# Keywords whose value is one subschema, a list of them, or a name -> subschema map. Values of
-# every other keyword (enum, const, default, examples ...) are data and are never rewritten.
-_ONE = ("additionalProperties", "additionalItems", "items", "contains", "propertyNames", "not",
-        "if", "then", "else", "unevaluatedProperties", "unevaluatedItems")
-_MANY = ("anyOf", "oneOf", "allOf", "prefixItems")
-_MAP = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
+_ONE, _MANY, _MAP = SUBSCHEMA_ONE, SUBSCHEMA_LIST, SUBSCHEMA_MAP
 
 # Keywords that only annotate: a ``$ref`` with only these beside it needs no allOf wrapper.
 _ANNOTATIONS = frozenset({"title", "description", "default", "examples", "deprecated", "readOnly",
@@ -168,91 +142,6 @@ def _json_type(value: object) -> str:
     return type(value).__name__
 
 
-# --------------------------------------------------------------------------------------------
-# $ref resolution (shared with coercion and the grammar exporters)
-# --------------------------------------------------------------------------------------------
-
-
-def resolve_ref(root: object, ref: object) -> Any:
-    """The subschema a same-document ``$ref`` (``#``, ``#/$defs/Name``) points to, or None.
-
-    Remote and relative references resolve to None: nothing in this package fetches a schema.
-    """
-    if not isinstance(ref, str) or not ref.startswith("#"):
-        return None
-    node: Any = root
-    pointer = unquote(ref[1:])
-    if not pointer:
-        return node
-    if not pointer.startswith("/"):
-        return None  # a plain-name fragment ($anchor); not followed
-    for raw in pointer[1:].split("/"):
-        part = raw.replace("~1", "/").replace("~0", "~")
-        if isinstance(node, Mapping) and part in node:
-            node = node[part]
-        elif isinstance(node, (list, tuple)) and part.isdigit() and int(part) < len(node):
-            node = node[int(part)]
-        else:
-            return None
-    return node
-
-
-def inline_refs(schema: Mapping[str, Any]) -> dict[str, Any]:
-    """A copy of ``schema`` with same-document ``$ref`` replaced by what they point to.
-
-    For consumers that read a schema node by node (grammar exporters) and have no document at
-    hand. Sibling keywords of a ``$ref`` are laid over the target (Pydantic writes ``{"$ref": ...,
-    "default": ...}``); a single-member ``allOf`` is merged the same way. A reference met again
-    inside its own expansion (a recursive model) or one that does not resolve is left as it is,
-    and then the document's ``$defs``/``definitions`` are kept, so that the copy stays a complete
-    schema: a node-by-node reader widens such a ``$ref`` to any value, a consumer that resolves
-    references itself (xgrammar's JSON-schema node) still can. Walks stop at
-    ``MAX_SCHEMA_DEPTH`` (any value beyond).
-    """
-    kept: list[bool] = []
-
-    def walk(node: Any, depth: int, active: tuple[str, ...]) -> Any:
-        if depth > MAX_SCHEMA_DEPTH:
-            return {}
-        if isinstance(node, (list, tuple)):
-            return [walk(item, depth + 1, active) for item in node]
-        if not isinstance(node, Mapping):
-            return node
-        out: dict[str, Any] = {}
-        ref = node.get("$ref")
-        if isinstance(ref, str):
-            target = resolve_ref(schema, ref)
-            if ref in active or not isinstance(target, Mapping):
-                kept.append(True)
-                return dict(node)
-            out.update(walk(target, depth + 1, (*active, ref)))
-        all_of = node.get("allOf")
-        merge_all_of = isinstance(all_of, (list, tuple)) and len(all_of) == 1 and isinstance(all_of[0], Mapping)
-        if merge_all_of:
-            out.update(walk(all_of[0], depth + 1, active))  # type: ignore[index]
-        for key, value in node.items():
-            if key == "$ref" or (key == "allOf" and merge_all_of):
-                continue
-            if key in _ONE or key in _MANY:
-                out[key] = walk(value, depth + 1, active)
-            elif key in ("$defs", "definitions"):
-                continue  # references into them are inlined; kept below only if one is left
-            elif key in _MAP and isinstance(value, Mapping):
-                out[key] = {name: walk(sub, depth + 1, active) for name, sub in value.items()}
-            else:
-                out[key] = value
-        return out
-
-    result = walk(schema, 0, ())
-    if not isinstance(result, dict):
-        return {}
-    if kept:
-        for key in ("$defs", "definitions"):
-            if key in schema:
-                result[key] = schema[key]
-    return result
-
-
 def _foreign_ref(schema: object) -> str | None:
     """The first ``$ref`` that does not point into this document, or None."""
     stack: list[tuple[Any, int]] = [(schema, 0)]
@@ -330,7 +219,7 @@ def _fix_types(node: dict[str, Any], notes: list[str]) -> None:
         return
     kinds: list[str] = []
     for name in names:
-        kind = TYPE_ALIASES.get(name.strip().lower()) if isinstance(name, str) else None
+        kind = json_type(name)
         if kind is None:
             notes.append(f"unknown type {_show(name)} is not checked")
             node.pop("type", None)

@@ -39,6 +39,8 @@ from collections.abc import Callable, Mapping, Sequence
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from autoparser.wire import schema as wire_schema
+
 from . import schema as schema_mod
 
 __all__ = [
@@ -48,7 +50,6 @@ __all__ = [
     "parse_python_literal",
     "parse_relaxed_object",
     "schema_notes",
-    "tool_schemas",
     "validate_arguments",
 ]
 
@@ -56,18 +57,13 @@ __all__ = [
 # Schema reading
 # --------------------------------------------------------------------------------------------
 
-# JSON-schema type names, plus the Python/C spellings that hand-written tool definitions use in
-# the wild ("int", "float", "bool", ...). Keys are lower-case; lookups lower-case the name. The
-# validator reads the same table (schema.draft07_view), so coercion and validation agree.
-_TYPE_ALIASES: dict[str, str] = schema_mod.TYPE_ALIASES
-
 # The order in which coercion tries non-string alternatives: most structured first, so that a
 # value that parses as an object under ``anyOf(object, string)`` becomes the object.
 _COERCE_ORDER: tuple[str, ...] = ("object", "array", "integer", "number", "boolean")
 
 # Schemas nest (anyOf inside properties inside items ...) and a Python dict may even contain
 # itself; every recursive walk over a schema stops at this depth instead of overflowing.
-_MAX_SCHEMA_DEPTH = schema_mod.MAX_SCHEMA_DEPTH
+_MAX_SCHEMA_DEPTH = wire_schema.MAX_SCHEMA_DEPTH
 
 # Largest decimal exponent accepted when turning "1e5"-style text into an exact int; beyond it the
 # int would be enormous (a denial-of-service vector) and Python refuses such ints in str() anyway.
@@ -98,13 +94,6 @@ class _TypeInfo:
     @property
     def unconstrained(self) -> bool:
         return self.open and not self.types and self.members is None
-
-
-def _normalise_type(name: object) -> str | None:
-    """Map a ``type`` entry to a JSON-schema type name, or None when it is not one we know."""
-    if not isinstance(name, str):
-        return None
-    return _TYPE_ALIASES.get(name.strip().lower())
 
 
 def _both(left: _TypeInfo, right: _TypeInfo) -> _TypeInfo:
@@ -143,7 +132,7 @@ def _read_types(schema: object, root: object, depth: int) -> _TypeInfo:
                          if isinstance(schema.get(key), (list, tuple)) and schema[key]), None)
     if names is not None:
         for entry in names:
-            norm = _normalise_type(entry)
+            norm = wire_schema.json_type(entry)
             if norm is None:
                 info.open = True
             else:
@@ -172,7 +161,7 @@ def _read_types(schema: object, root: object, depth: int) -> _TypeInfo:
         info.members = [schema["const"]]
     ref = schema.get("$ref")
     if ref is not None:
-        target = schema_mod.resolve_ref(root, ref)
+        target = wire_schema.resolve_ref(root, ref)
         info = _both(info, _read_types(target, root, depth + 1) if target is not None else _TypeInfo(open_=True))
     all_of = schema.get("allOf")
     if isinstance(all_of, (list, tuple)):
@@ -183,51 +172,6 @@ def _read_types(schema: object, root: object, depth: int) -> _TypeInfo:
 
 def _type_info(schema: object, root: object = None) -> _TypeInfo:
     return _read_types(schema, schema if root is None else root, 0)
-
-
-# --------------------------------------------------------------------------------------------
-# tool_schemas
-# --------------------------------------------------------------------------------------------
-
-
-def tool_schemas(tools: object) -> dict[str, dict[str, Any]]:
-    """Map each tool's name to its parameters JSON schema.
-
-    Callers hand us tool lists in several shapes (OpenAI's ``{"type": "function", "function":
-    {...}}``, bare ``{"name", "parameters"}`` items, Anthropic's ``input_schema``), and a request
-    with one odd item must still parse, so malformed items are skipped instead of failing the
-    whole request. A non-list, however, is a caller bug and raises ``TypeError`` right away.
-
-    A tool whose parameters are missing or not a mapping maps to ``{}`` (no type information):
-    its name is still worth knowing (unknown-name handling, bare-call recovery). When a name
-    appears twice, the last definition wins, as with any dict.
-    """
-    if tools is None:
-        return {}
-    if not isinstance(tools, (list, tuple)):
-        raise TypeError(
-            f"tools must be a list of tool definitions (OpenAI format) or None, not {type(tools).__name__}"
-        )
-    schemas: dict[str, dict[str, Any]] = {}
-    for item in tools:
-        if not isinstance(item, Mapping):
-            continue
-        spec: object = item
-        function = item.get("function")
-        if isinstance(function, Mapping):
-            spec = function
-        elif "function" in item or item.get("type", "function") != "function":
-            continue  # {"function": "junk"} or a non-function tool (e.g. a built-in web search)
-        if not isinstance(spec, Mapping):
-            continue
-        name = spec.get("name")
-        if not isinstance(name, str) or not name:
-            continue
-        params = spec.get("parameters")
-        if params is None:
-            params = spec.get("input_schema")
-        schemas[name] = dict(params) if isinstance(params, Mapping) else {}
-    return schemas
 
 
 # --------------------------------------------------------------------------------------------

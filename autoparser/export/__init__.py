@@ -14,7 +14,7 @@ import json
 
 from ..profile import Profile
 from .errors import ExportError
-from .grammar import GrammarExport, build_grammar, normalize_tools
+from .grammar import GrammarExport, build_grammar
 from .openvino import openvino_fragment, openvino_parsers, validate_openvino_profile
 from .resolve import Binding, Resolution, resolve_profile
 from .response_template import ResponseTemplateExport, response_template
@@ -28,7 +28,6 @@ __all__ = [
     "ResponseTemplateExport",
     "build_grammar",
     "emit",
-    "normalize_tools",
     "openvino_fragment",
     "openvino_parsers",
     "render_resolution",

@@ -2,7 +2,10 @@
 
 Why: a parser can only repair what a model wrote; a grammar stops the model from writing a call the
 parser would reject. The grammar is built from the same profile fields the parser reads (markers,
-codec, header and parameter patterns), so the two cannot drift apart.
+codec, header and parameter patterns) and reads tools, schema types and names through
+:mod:`autoparser.wire` as the parser does. That alone did not keep them together (they had drifted
+on type aliases, names and enums), so ``tests/test_grammar_property.py`` checks them both ways:
+random strings this grammar allows must parse to valid calls with no issue.
 
 Three renderings of one rule set:
 
@@ -38,18 +41,18 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ..engine.schema import inline_refs
 from ..profile import CodecSpec, MessagesSpec, Profile, ToolSpec
+from ..wire import ToolsError, json_types, name_class, normalized, read_tools, writable
 from .errors import ExportError
 
-__all__ = ["GrammarExport", "build_grammar", "grammar_dialects", "normalize_tools"]
+__all__ = ["GrammarExport", "build_grammar", "grammar_dialects"]
 
 Flavor = Literal["json", "relaxed", "python"]
 GrammarFormat = Literal["gbnf", "ebnf", "structural-tag"]
 
 _WS_CHARS = " \t\r\n"
-#: what a tool name may be when the request lists no tools (the engine's bare-name rule)
-_ANY_NAME = r'[^ \t\r\n<>\[\]{}()"\'`,;=:]+'
+#: what a tool name may be when the request lists no tools (the wire name rule)
+_ANY_NAME = name_class() + "+"
 
 
 @dataclass(frozen=True)
@@ -65,23 +68,13 @@ class GrammarExport:
     notes: tuple[str, ...] = ()
 
 
-def normalize_tools(tools: object) -> dict[str, Mapping[str, Any]]:
-    """``{name: parameters schema}`` from OpenAI-style tools (``{"type": "function", "function": ...}``),
-    bare function dicts, or a mapping of name to schema."""
-    if tools is None:
-        return {}
-    if isinstance(tools, Mapping):
-        return {str(k): (v if isinstance(v, Mapping) else {}) for k, v in tools.items()}
-    out: dict[str, Mapping[str, Any]] = {}
-    if not isinstance(tools, Sequence) or isinstance(tools, str):
-        raise ExportError(f"tools must be a list of OpenAI tool definitions, got {type(tools).__name__}")
-    for i, t in enumerate(tools):
-        fn = t.get("function", t) if isinstance(t, Mapping) else None
-        if not isinstance(fn, Mapping) or not isinstance(fn.get("name"), str):
-            raise ExportError(f"tools[{i}] has no function name")
-        params = fn.get("parameters")
-        out[fn["name"]] = params if isinstance(params, Mapping) else {}
-    return out
+def _tool_schemas(tools: object) -> dict[str, dict[str, Any]]:
+    """``{name: parameters schema}`` read by :func:`autoparser.wire.read_tools` (any tool shape),
+    each schema normalized (``$ref`` and type aliases resolved as validation resolves them)."""
+    try:
+        return {name: normalized(params) for name, params in read_tools(tools, strict=True).items()}
+    except ToolsError as exc:
+        raise ExportError(str(exc)) from None
 
 
 # -- rule set ------------------------------------------------------------------------------------
@@ -171,11 +164,12 @@ class _Builder:
 
     def __init__(self, profile: Profile, tools: Mapping[str, Mapping[str, Any]]) -> None:
         self.p = profile
-        # $ref resolved as validation resolves it (a recursive one widens to any value)
-        self.tools = {name: inline_refs(sch) if isinstance(sch, Mapping) else sch for name, sch in tools.items()}
+        self.tools = tools
         self.r = _Rules()
         self.ws = self.r.add("ws", "[ \\t\\n\\r]*")
         self.notes: list[str] = []
+        #: per body hint, the single-object form of a JSON call (a bare ``{`` cannot open a list)
+        self.single: dict[str, str] = {}
         self._excl: dict[tuple[tuple[str, ...], bool], str] = {}
 
     @property
@@ -257,10 +251,13 @@ class _Builder:
         jchar = r.add("json-char", f'[^"\\\\\\x00-\\x1F] | "\\\\" ( ["\\\\/bfnrt] | "u" {hex4} )')
         jstring = r.add("json-string", f'"\\"" {jchar}* "\\""')
         integer = r.add("json-integer", '"-"? ( "0" | [1-9] [0-9]* )')
-        number = r.add("json-number", f'{integer} ( "." [0-9]+ )? ( [eE] [-+]? [0-9]+ )?')
+        # two exponent digits: a number the grammar allows is always finite (1e999 is inf, not JSON)
+        number = r.add("json-number", f'{integer} ( "." [0-9]+ )? ( [eE] [-+]? [0-9] [0-9]? )?')
         if flavor == "python":
-            sq = r.add("py-sq-char", '[^\'\\\\\\n] | "\\\\" [^\\n]')
-            dq = r.add("py-dq-char", '[^"\\\\\\n] | "\\\\" [^\\n]')
+            # escapes with a fixed meaning only (``\\N``, ``\\x``, ``\\u`` need more text to be valid)
+            esc = '"\\\\" [\\\\\'"nrtabfv]'
+            sq = r.add("py-sq-char", f'[^\'\\\\\\n] | {esc}')
+            dq = r.add("py-dq-char", f'[^"\\\\\\n] | {esc}')
             string = r.add("py-string", f'"\'" {sq}* "\'" | "\\"" {dq}* "\\""')
             boolean = r.add("py-boolean", '"True" | "False" | "true" | "false"')
             null = r.add("py-null", '"None" | "null"')
@@ -426,7 +423,10 @@ class _Builder:
                 out.append(self.ws if p.isspace() else _lit(p))
         return " ".join(out) if out else '""'
 
-    def names(self) -> list[str | None]:
+    def names(self, kind: str | None = None) -> list[str | None]:
+        for name in self.tools:
+            if kind is not None and not writable(name, kind):
+                raise ExportError(f"tool name {name!r} cannot be written in a {kind} call")
         return list(self.tools) if self.tools else [None]
 
     def name_expr(self, name: str | None) -> str:
@@ -496,7 +496,7 @@ class _Builder:
         ws = self.ws
         calls = []
         name_keys = c.name_keys or ("name",)
-        for name in self.names():
+        for name in self.names(c.kind):
             args = self.args_object(name, "json")
             if c.name_as_key:
                 key = _lit(json.dumps(name)) if name is not None else "json-string"
@@ -519,6 +519,8 @@ class _Builder:
                 f'{ws} "}}"'))
         one = self.r.add(f"{hint}-call", " | ".join(calls))
         arr = f'"[" {ws} {one} {ws} ( "," {ws} {one} {ws} )* "]"'
+        if c.array != "require":
+            self.single[hint] = one
         if c.array == "never":
             return one
         if c.array == "require":
@@ -531,7 +533,7 @@ class _Builder:
         if flavor == "relaxed":
             self.codec_string_delims = c.string_delims
         calls = []
-        for name in self.names():
+        for name in self.names(c.kind):
             trailer = f" {ws} {self.pattern(c.trailer.strip(_WS_CHARS))}" if c.trailer.strip(_WS_CHARS) else ""
             calls.append(self.r.add(f"{hint}-{name or 'any'}",
                                     f"{self.header(c, name)} {ws} {self.args_object(name, flavor)}{trailer}"))
@@ -542,7 +544,7 @@ class _Builder:
         param = c.param
         calls = []
         trailer = c.trailer.strip(_WS_CHARS)
-        for name in self.names():
+        for name in self.names(c.kind):
             schema = self.tools.get(name) if name is not None else None
             if schema is not None and isinstance(schema.get("properties"), Mapping) and schema["properties"]:
                 params = self.props(schema, lambda k, sub: self.tagged_param(param, k, sub, hint),
@@ -577,6 +579,16 @@ class _Builder:
         stop = (post.strip(_WS_CHARS).replace("{key}", key) if key is not None
                 else post.strip(_WS_CHARS).split("{key}")[0])
         raw = self.excluding([stop], f"raw-until-{stop}")
+        words = _string_members(schema)
+        if words is not None:
+            # one of the members, with only the whitespace the parser trims around a raw value:
+            # the pattern's own, or a value on lines of its own when the pattern has none
+            lead = (mid2 if has_string else mid1)
+            lead, trail = lead[len(lead.rstrip(_WS_CHARS)):], post[:len(post) - len(post.lstrip(_WS_CHARS))]
+            member = _alt([_lit(w) for w in words])
+            after = f" ( {_lit(trail)} )?" if trail else ""
+            raw = (f"( {_lit(lead)} )? {member}{after}" if lead
+                   else f'( {member}{after} | "\\n" {member} ( "\\n" )? )')
         types = _types(schema)
         raw_ok = not types or "string" in types
         typed = self.value(schema, "json", f"{hint}-{key}") if types and types != {"string"} else None
@@ -604,7 +616,8 @@ class _Builder:
         ws = self.ws
         b = self.base("python")
         calls = []
-        for name in self.names():
+        ident = "[A-Za-z_] [A-Za-z0-9_]*"
+        for name in self.names("pythonic"):
             schema = self.tools.get(name) if name is not None else None
             if schema is not None and isinstance(schema.get("properties"), Mapping) and schema["properties"]:
                 def kwarg(k: str, sub: Any, tool: str | None = name) -> str:
@@ -614,10 +627,10 @@ class _Builder:
             elif schema is not None:
                 kwargs = '""'
             else:
-                kw = f'{self.r.add("py-ident", "[A-Za-z_] [A-Za-z0-9_]*")} {ws} "=" {ws} {b["value"]}'
+                kw = f'{self.r.add("py-ident", ident)} {ws} "=" {ws} {b["value"]}'
                 kwargs = f'( {kw} ( {ws} "," {ws} {kw} )* )?'
-            calls.append(self.r.add(f"{hint}-{name or 'any'}",
-                                    f'{self.name_expr(name)} {ws} "(" {ws} {kwargs} {ws} ")"'))
+            callee = _lit(name) if name is not None else self.r.add("py-callee", f'{ident} ( "." {ident} )*')
+            calls.append(self.r.add(f"{hint}-{name or 'any'}", f'{callee} {ws} "(" {ws} {kwargs} {ws} ")"'))
         one = self.r.add(f"{hint}-call", " | ".join(calls))
         return self.r.add(f"{hint}-list", f'"[" {ws} {one} ( {ws} "," {ws} {one} )* {ws} "]"')
 
@@ -666,12 +679,19 @@ class _Builder:
                 after[m] = sec_rest
         if t.call_open and (t.bare_calls or not t.section_open):
             blocks.append(item)
-        if t.lookahead_open:
-            # the marker is the start of the body itself (``<function=``, ``{``, ``[``, ``call:``)
-            items = self.r.add("bare-items", f"{body} ( {items_sep} {body} )*")
-            blocks.append(items)
-        part = self.r.add("tool-calls", f"{_alt(blocks)} ( {ws} {_alt(blocks)} )*")
-        return part, after
+        marked = _alt(blocks)
+        if not t.lookahead_open:
+            return self.r.add("tool-calls", f"{marked} ( {ws} {marked} )*"), after
+        # the marker is the start of the body itself (``<function=``, ``{``, ``[``, ``call:``); a
+        # bare ``{`` opens one object, not a list
+        if "[" not in t.lookahead_open and self.single:
+            body = _alt(list(self.single.values()))
+        bare = self.r.add("bare-items", f"{body} ( {items_sep} {body} )*")
+        if not blocks:
+            return self.r.add("tool-calls", bare), after
+        # marked blocks may come before bare calls, not after: the parser takes a marker after a
+        # bare call for a block the bare call left open
+        return self.r.add("tool-calls", f"{marked} ( {ws} {marked} )* ( {ws} {bare} )? | {bare}"), after
 
     def prose(self, triggers: Sequence[str]) -> str:
         """Text before the calls: anything without a trigger (single-character triggers such as
@@ -679,24 +699,27 @@ class _Builder:
         return self.excluding([x for x in triggers if len(x) > 1], "prose")
 
 
+def _string_members(schema: Any) -> list[str] | None:
+    """The string members of an ``enum``/``const`` schema (None: the schema lists no members)."""
+    if not isinstance(schema, Mapping):
+        return None
+    members = schema.get("enum") if isinstance(schema.get("enum"), list) else (
+        [schema["const"]] if "const" in schema else None)
+    return None if members is None else [m for m in members if isinstance(m, str)]
+
+
 def _types(schema: Any) -> set[str]:
+    """The JSON types a value of ``schema`` may have (a string-only ``enum``/``const`` is text)."""
     if not isinstance(schema, Mapping):
         return set()
-    out: set[str] = set()
-    t = schema.get("type")
-    if isinstance(t, str):
-        out.add(t)
-    elif isinstance(t, list):
-        out |= {x for x in t if isinstance(x, str)}
-    for k in ("anyOf", "oneOf"):
-        for alt in schema.get(k) or ():
-            out |= _types(alt)
+    out = set(json_types(schema))
     if "enum" in schema or "const" in schema:
         vals = schema.get("enum") or [schema.get("const")]
         if all(isinstance(v, str) for v in vals):
             out.add("string")
-    if not out and isinstance(schema.get("properties"), Mapping):
-        out.add("object")
+    for key in ("anyOf", "oneOf"):
+        for alt in schema.get(key) or ():
+            out |= _types(alt)
     return out
 
 
@@ -726,9 +749,9 @@ class _Harmony:
     def __init__(self, b: _Builder, m: MessagesSpec) -> None:
         self.b, self.m, self.r = b, m, b.r
         for tool in b.tools:
-            if not tool or re.search(r"[\s<]", tool):
+            if not writable(tool, None):
                 raise ExportError(f"tool name {tool!r} cannot be written in a Harmony header "
-                                  "(the recipient ends at whitespace or '<')")
+                                  "(not a name by the wire rule: no whitespace, '<' ...)")
         r = self.r
         self.role = r.add("h-role", _lit(m.start + m.role))
         self.end = r.add("h-end", _alt([_lit(e) for e in m.ends]))
@@ -842,7 +865,7 @@ def build_grammar(profile: Profile, tools: object = None, fmt: GrammarFormat = "
     """
     if fmt not in ("gbnf", "ebnf", "structural-tag"):
         raise ExportError(f"unknown grammar format {fmt!r} (valid: ebnf, gbnf, structural-tag)")
-    schemas = normalize_tools(tools)
+    schemas = _tool_schemas(tools)
     if profile.tools is None and profile.messages is None:
         only = "reasoning and content" if profile.reasoning is not None else "content"
         raise ExportError(f"profile {profile.name or '<derived>'!r} has no tool-call format to constrain "

@@ -20,12 +20,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..profile import CodecSpec, Profile, ToolSpec
+from ..wire import name_class
 from .errors import ExportError
 
 __all__ = ["ResponseTemplateExport", "response_template"]
 
 _WS = " \t\r\n"
-_NAME = r"[^\s<>\[\]{}()\"'`,;:]+"
+_NAME = name_class() + "+"  # the wire name rule
 
 
 @dataclass(frozen=True)

@@ -39,9 +39,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from autoparser.engine.schema import inline_refs
 from autoparser.errors import AutoparserError
 from autoparser.profile import CodecSpec, Profile
+from autoparser.wire import CALL_NAME, ToolsError, json_types, name_class, normalized, read_tools, writable
 
 __all__ = [
     "GrammarError",
@@ -51,12 +51,11 @@ __all__ = [
     "reasoning_spec",
     "regex_literal",
     "structured_output_for",
-    "tool_schemas",
 ]
 
 Mode = Literal["required", "auto"]
 
-_ANY_NAME = r"[A-Za-z_][A-Za-z0-9_.\-]{0,63}"
+_ANY_NAME = name_class() + "{1,64}"  # the wire name rule; bounded, as a model writes names
 _JSON_CHAR = r'(?:[^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})'
 _PY_CHAR = r'(?:[^"\\\x00-\x1f]|\\["\\nrt])'
 _INT = r"(?:0|[1-9][0-9]*)"
@@ -239,14 +238,7 @@ def _to_spec(node: Node) -> dict[str, Any]:
 
 
 def _schema_types(schema: Mapping[str, Any]) -> list[str]:
-    t = schema.get("type")
-    if isinstance(t, str):
-        return [t]
-    if isinstance(t, list):
-        return [x for x in t if isinstance(x, str)]
-    if isinstance(schema.get("properties"), Mapping):
-        return ["object"]
-    return []
+    return sorted(json_types(schema))
 
 
 def _encode(value: Any, style: Style, delims: tuple[str, str] = ('"', '"')) -> str:
@@ -440,24 +432,15 @@ def _optional_empty(node: Node) -> Node:
 # -- tools -----------------------------------------------------------------------------------------
 
 
-def tool_schemas(tools: object) -> dict[str, Mapping[str, Any]]:
-    """``{name: parameters schema}`` from OpenAI-style (``{"function": {...}}``) or bare tool specs,
-    or from a mapping of name to schema."""
-    if tools is None:
-        return {}
-    if isinstance(tools, Mapping):
-        return {str(k): (inline_refs(v) if isinstance(v, Mapping) else {}) for k, v in tools.items()}
-    if not isinstance(tools, Sequence) or isinstance(tools, str):
-        raise GrammarError(f"tools must be a list of tool definitions, got {type(tools).__name__}")
-    out: dict[str, Mapping[str, Any]] = {}
-    for i, t in enumerate(tools):
-        fn = t.get("function", t) if isinstance(t, Mapping) else None
-        if not isinstance(fn, Mapping) or not isinstance(fn.get("name"), str):
-            raise GrammarError(f"tools[{i}] is not a tool definition (no function name)")
-        params = fn.get("parameters")
-        # $ref resolved as validation resolves it (a recursive one widens to any value)
-        out[fn["name"]] = inline_refs(params) if isinstance(params, Mapping) else {"type": "object", "properties": {}}
-    return out
+def _tool_schemas(tools: object) -> dict[str, Mapping[str, Any]]:
+    """``{name: parameters schema}`` read by :func:`autoparser.wire.read_tools` (any tool shape),
+    each schema normalized (``$ref`` and type aliases resolved as validation resolves them)."""
+    try:
+        found = read_tools(tools, strict=True)
+    except ToolsError as exc:
+        raise GrammarError(str(exc)) from None
+    return {name: normalized(params) if params else {"type": "object", "properties": {}}
+            for name, params in found.items()}
 
 
 # -- call layout -----------------------------------------------------------------------------------
@@ -523,7 +506,7 @@ def _one_call(codec: CodecSpec, name: str, args: Node, params: Sequence[Param],
     ``args`` is the arguments object (json, name_json); ``params`` the parameters (pythonic,
     tagged), or ``any_params`` a node for any parameters at all (no tools given).
     """
-    name_node = _Lit(name) if name else _Re(_ANY_NAME)
+    name_node = _Lit(name) if name else _Re(CALL_NAME if codec.kind == "pythonic" else _ANY_NAME)
     if codec.kind == "json":
         if codec.name_as_key:
             key_node = _Lit(json.dumps(name)) if name else _Re('"' + _ANY_NAME + '"')
@@ -590,6 +573,8 @@ def _tool_calls(profile: Profile, schemas: Mapping[str, Mapping[str, Any]]) -> N
     vals = _values_for(codec)
     out: list[Node] = []
     for name, schema in list(schemas.items()) or [("", _GENERIC_ARGS)]:
+        if name and not writable(name, codec.kind):
+            raise GrammarError(f"tool name {name!r} cannot be written in a {codec.kind} call")
         if codec.kind in ("tagged", "pythonic"):
             pv = _Values("raw", raw_stop=_raw_stop(codec)) if codec.kind == "tagged" else vals
             props = schema.get("properties")
@@ -708,8 +693,11 @@ def _check(profile: Profile) -> None:
 
 def _tree(profile: Profile, tools: object, count: tuple[int, int | None]) -> Node:
     _check(profile)
-    schemas = tool_schemas(tools)
+    schemas = _tool_schemas(tools)
     if profile.tools is None:  # header-routed messages (Harmony)
+        for name in schemas:
+            if not writable(name, None):
+                raise GrammarError(f"tool name {name!r} cannot be written in a message header")
         vals = _Values("json")
         calls = [(n, vals.object_node(s) or vals.node(s)) for n, s in
                  (list(schemas.items()) or [("", _GENERIC_ARGS)])]

@@ -22,17 +22,16 @@ from __future__ import annotations
 
 import enum
 import math
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from autoparser.serve.errors import ApiError, bad_request
+from autoparser.wire import MAX_NAME, NOT_IN_NAME, is_name, json_type
 
 __all__ = ["ChatRequest", "ChoiceMode", "ToolChoice", "parse_chat_request"]
 
 ROLES = ("system", "developer", "user", "assistant", "tool")
-_TOOL_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,64}\Z")
 _IGNORED = frozenset({"user", "metadata", "store", "service_tier", "safety_identifier", "prompt_cache_key",
                       "prompt_cache_retention", "reasoning_effort", "verbosity", "moderation"})
 _UNSUPPORTED = {
@@ -199,15 +198,15 @@ def _tools(value: object) -> tuple[dict[str, Any], ...]:
             raise bad_request(f"tool type {tool.get('type')!r} is not supported (only 'function')", f"{where}.type")
         fn = _want(tool.get("function"), dict, f"{where}.function", "an object")
         name = _want(fn.get("name"), str, f"{where}.function.name", "a string")
-        if not _TOOL_NAME.match(name):
-            raise bad_request(f"tool name {name!r} must be 1-64 letters, digits, '_', '.' or '-'",
-                              f"{where}.function.name")
+        if not is_name(name):
+            raise bad_request(f"tool name {name!r} cannot be written on the wire (1-{MAX_NAME} characters, no "
+                              f"whitespace and none of {NOT_IN_NAME})", f"{where}.function.name")
         if name in seen:
             raise bad_request(f"tool name {name!r} is declared twice", f"{where}.function.name")
         seen.add(name)
         params = fn.get("parameters", {"type": "object", "properties": {}})
         _want(params, dict, f"{where}.function.parameters", "a JSON Schema object")
-        if params.get("type", "object") != "object":
+        if json_type(params.get("type", "object")) != "object":
             raise bad_request(f"the parameters of tool {name!r} must be an object schema, got type "
                               f"{params.get('type')!r}", f"{where}.function.parameters")
         spec: dict[str, Any] = {"name": name, "parameters": params}

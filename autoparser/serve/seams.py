@@ -4,9 +4,8 @@ Each is one function so that switching to the new API is a one-line change here 
 in the server moves:
 
 * :func:`tool_grammar` — ``tool_choice`` and ``parallel_tool_calls`` to a structured-output spec
-  forcing the profile's call format. Today: :func:`autoparser.live.grammar.grammar_for` (modes
-  ``required`` and ``auto``). Tomorrow: the ``autoparser.grammar`` package, which takes the
-  OpenAI ``tool_choice`` semantics itself.
+  forcing the profile's call format: :func:`autoparser.grammar.for_request`, which owns the
+  OpenAI ``tool_choice`` semantics; this adapter only turns its refusal into a 400 naming ``tools``.
 * :func:`history_for_template` — the return trip: a conversation in OpenAI's shape (assistant
   turns with ``tool_calls``, ``tool`` results) into the message dicts the chat template renders
   correctly. Today: arguments become objects (what Hugging Face templates read), and a template
@@ -38,34 +37,20 @@ def tool_grammar(
     parallel: bool,
     max_calls: int | None,
 ) -> dict[str, Any] | None:
-    """The structured-output spec enforcing ``choice`` in ``profile``'s call format, or None.
-
-    ``none`` (or no tools): no grammar. ``required``: one to ``max_calls`` calls and nothing else
-    (one with ``parallel=False``). A named function: exactly one call of it. ``auto``: free text,
-    and a call the model starts is forced to completion (several with ``parallel``); a format whose
-    first marker cannot serve as a trigger gets no grammar in ``auto`` (calls are still parsed).
-    A tool schema the grammar cannot use is a 400 naming ``tools``.
-    """
-    from autoparser.live.grammar import GrammarError, grammar_for
+    """The structured-output spec enforcing ``choice`` in ``profile``'s call format, or None: the
+    semantics of :func:`autoparser.grammar.for_request`. A tool set no grammar can force a call
+    for is a 400 naming ``tools``."""
+    from autoparser.grammar import for_request
 
     if choice.mode is ChoiceMode.NONE or not tools:
         return None
+    openai_choice: object = choice.mode.value
     if choice.mode is ChoiceMode.NAMED:
-        tools = [t for t in tools if t["function"]["name"] == choice.name]
-    most = max_calls if parallel and choice.mode is not ChoiceMode.NAMED else 1
+        openai_choice = {"type": "function", "function": {"name": choice.name}}
     try:
-        required = grammar_for(profile, list(tools), mode="required", min_calls=1, max_calls=most)
-    except GrammarError as exc:
+        return for_request(profile, list(tools), openai_choice, parallel_tool_calls=parallel, max_calls=max_calls)
+    except AutoparserError as exc:
         raise bad_request(f"no grammar can force a call for these tools: {exc}", "tools") from exc
-    if choice.mode is not ChoiceMode.AUTO:
-        return required
-    try:
-        spec = grammar_for(profile, list(tools), mode="auto", max_calls=1)
-    except GrammarError:
-        return None
-    if most != 1:  # each triggered block is one call; with parallel calls, the text may go on
-        spec["tag"]["stop_after_first"] = False
-    return spec
 
 
 def history_for_template(
