@@ -17,7 +17,7 @@ import pytest
 
 import autoparser
 from autoparser.export import ExportError, build_grammar, emit
-from autoparser.export.grammar import grammar_dialects
+from autoparser.grammar import grammar_dialects
 from autoparser.wire import read_tools
 
 llg = pytest.importorskip("llguidance")
@@ -558,8 +558,8 @@ def test_harmony_grammar_is_derived_from_the_messages_spec() -> None:
 
 
 def test_harmony_grammar_accepts_the_live_layout() -> None:
-    """The layout ``autoparser.live.grammar`` forces for OpenVINO GenAI is one the exports accept."""
-    from autoparser.live.grammar import example_calls
+    """The layout ``autoparser.grammar.grammar_for`` forces for OpenVINO GenAI is one the exports accept."""
+    from autoparser.grammar import example_calls
 
     prof = autoparser.get_profile("harmony")
     text = example_calls(prof, [("get_weather", {"city": "Paris", "days": 2})])

@@ -9,8 +9,7 @@ import pytest
 
 import autoparser
 from autoparser.errors import AutoparserError
-from autoparser.grammar import for_request
-from autoparser.live.grammar import example_calls
+from autoparser.grammar import example_calls, for_request
 
 TOOLS = [{"type": "function", "function": {"name": "ns:get_time", "parameters": {
              "type": "object", "properties": {"zone": {"type": "str"}}, "required": ["zone"]}}},

@@ -32,7 +32,7 @@ from autoparser.dialects import dialects
 from autoparser.engine.values import check_arguments
 from autoparser.errors import AutoparserError
 from autoparser.export import build_grammar
-from autoparser.live.grammar import example_calls, grammar_for
+from autoparser.grammar import example_calls, grammar_for
 from autoparser.wire import normalized, read_tools, writable
 
 pytest.importorskip("llguidance")

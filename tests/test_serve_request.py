@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from autoparser import get_profile, parse
-from autoparser.live.grammar import example_calls
+from autoparser.grammar import example_calls
 from autoparser.serve.errors import ApiError
 from autoparser.serve.plan import _budget, _options
 from autoparser.serve.request import ChatRequest, ChoiceMode, ToolChoice, parse_chat_request

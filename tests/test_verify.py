@@ -1,4 +1,4 @@
-"""``autoparser.live.grammar`` and ``autoparse verify``.
+"""``autoparser.grammar`` (the canonical layout) and ``autoparse verify``.
 
 Without OpenVINO: the grammar builder is checked against the engine for every builtin dialect
 (an example written in the grammar's layout must match the grammar and parse back exactly), and the
@@ -20,9 +20,9 @@ from typing import Any
 import pytest
 
 import autoparser
+from autoparser.grammar import GrammarError, example_calls, grammar_for, reasoning_spec, regex_literal
 from autoparser.live import LiveError, with_end_markers
 from autoparser.live import verify as v
-from autoparser.live.grammar import GrammarError, example_calls, grammar_for, reasoning_spec, regex_literal
 from autoparser.profile import Profile
 from autoparser.result import Result, ToolCall
 

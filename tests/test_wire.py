@@ -13,7 +13,7 @@ import pytest
 
 import autoparser
 from autoparser.export import build_grammar, response_template
-from autoparser.live.grammar import example_calls, grammar_for
+from autoparser.grammar import example_calls, grammar_for
 from autoparser.wire import is_name, json_type, json_types, name_class, normalized, read_tools
 
 ROOT = Path(__file__).resolve().parents[1] / "autoparser"

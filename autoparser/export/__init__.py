@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import json
 
+from ..grammar import GrammarError, GrammarExport, GrammarFormat, grammar_for
+from ..grammar import build_grammar as _build_grammar
 from ..profile import Profile
 from .errors import ExportError
-from .grammar import GrammarExport, build_grammar
 from .openvino import openvino_fragment, openvino_parsers, validate_openvino_profile
 from .resolve import Binding, Resolution, resolve_profile
 from .response_template import ResponseTemplateExport, response_template
@@ -49,6 +50,14 @@ def render_resolution(res: Resolution) -> str:
     return "\n".join(lines) + "\n"
 
 
+def build_grammar(profile: Profile, tools: object = None, fmt: GrammarFormat = "gbnf") -> GrammarExport:
+    """:func:`autoparser.grammar.build_grammar`, refusing with :class:`ExportError` like every exporter."""
+    try:
+        return _build_grammar(profile, tools, fmt)
+    except GrammarError as e:
+        raise ExportError(str(e)) from None
+
+
 def emit(profile: Profile, fmt: str, tools: object = None) -> str:
     """The text to print for ``fmt``; raises ExportError for an unknown format or no equivalent."""
     if not isinstance(profile, Profile):
@@ -65,9 +74,7 @@ def emit(profile: Profile, fmt: str, tools: object = None) -> str:
         text = build_grammar(profile, tools, fmt).text  # type: ignore[arg-type]
         return text if text.endswith("\n") else text + "\n"
     if fmt == "openvino-grammar":
-        # a structured-output spec that forces the call format (autoparser.live.grammar; no OpenVINO import)
-        from ..live.grammar import GrammarError, grammar_for
-
+        # a structured-output spec that forces the call format (autoparser.grammar; no OpenVINO import)
         try:
             spec = grammar_for(profile, tools)
         except GrammarError as e:

@@ -18,6 +18,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from autoparser.grammar.canonical import grammar_for
+from autoparser.grammar.tree import GrammarError
 from autoparser.profile import Profile
 from autoparser.wire import ToolsError, read_tools
 
@@ -35,12 +37,10 @@ def for_request(
     """The structured-output spec enforcing ``tool_choice`` in ``profile``'s call format, or None.
 
     Returns a spec for :func:`autoparser.live.structured.build_structured_output`. Raises
-    :class:`~autoparser.live.grammar.GrammarError` when a call must be forced (``required``, a
+    :class:`~autoparser.grammar.GrammarError` when a call must be forced (``required``, a
     named function) and cannot be: no call format, a tool the format cannot write, a schema the
     grammar cannot express, or a name the tools do not list.
     """
-    from autoparser.live.grammar import GrammarError, grammar_for
-
     try:
         schemas = read_tools(tools, strict=True)
     except ToolsError as exc:
@@ -68,8 +68,6 @@ def for_request(
 
 
 def _choice(value: object) -> tuple[str, str | None]:
-    from autoparser.live.grammar import GrammarError
-
     if value in ("none", "auto", "required"):
         return str(value), None
     if isinstance(value, Mapping):

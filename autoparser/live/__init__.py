@@ -25,8 +25,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from autoparser.grammar import GrammarError, example_calls, grammar_for, reasoning_spec, structured_output_for
 from autoparser.live._base import INSTALL_HINT, LiveError, ModelPathError, require_openvino
-from autoparser.live.grammar import GrammarError, example_calls, grammar_for, reasoning_spec, structured_output_for
 from autoparser.live.model import default_model_path, file_sha256, is_gguf
 from autoparser.live.pipeline import (
     LivePipeline,

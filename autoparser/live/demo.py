@@ -55,7 +55,7 @@ def live_demo(out: TextIO) -> int | None:
     if not _available():
         return None
     from autoparser import get_profile
-    from autoparser.live.grammar import grammar_for
+    from autoparser.grammar import grammar_for
     from autoparser.live.pipeline import load_pipeline
     from autoparser.live.streaming import LiveRun, generate
     from autoparser.openai import message_from_result

@@ -5,7 +5,7 @@ each streamed live through the parser:
 
 * ``content``: unconstrained prompts; the content must come back whole (equal to GenAI's own
   decoded text) with no stray marker.
-* ``call``: one call, and two parallel calls, forced by :func:`~autoparser.live.grammar.grammar_for`
+* ``call``: one call, and two parallel calls, forced by :func:`~autoparser.grammar.grammar_for`
   in the format of the model's profile (when it has one) and of each ``--dialect``. The grammar
   fixes the layout but leaves the tool name (one of two) and the argument values to the model; the
   expected call is read back from the generated text with small regexes written here, never with
@@ -44,8 +44,8 @@ from autoparser.cli import command
 from autoparser.dialects import get_profile
 from autoparser.errors import SourceError
 from autoparser.events import Event, coalesce
+from autoparser.grammar import example_calls, grammar_for, reasoning_spec, regex_literal
 from autoparser.live._base import LiveError
-from autoparser.live.grammar import example_calls, grammar_for, reasoning_spec, regex_literal
 from autoparser.result import Result
 
 if TYPE_CHECKING:

@@ -82,7 +82,7 @@ def _with_tool_prompt(history: list[dict[str, Any]], tools: Sequence[Mapping[str
     into the first system message, or a new one, as OpenVINO GenAI does with such templates; the
     example is written in the call format the grammar forces.
     """
-    from autoparser.live.grammar import example_calls
+    from autoparser.grammar import example_calls
 
     example = example_calls(call_format, [("tool_name", {"argument": "value"})])
     text = ("You can call these tools:\n" + json.dumps([t["function"] for t in tools], ensure_ascii=False)

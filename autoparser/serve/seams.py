@@ -10,7 +10,7 @@ in the server moves:
   turns with ``tool_calls``, ``tool`` results) into the message dicts the chat template renders
   correctly. Today: arguments become objects (what Hugging Face templates read), and a template
   that cannot write calls gets them as text in the profile's own layout
-  (:func:`autoparser.live.grammar.example_calls`). Tomorrow: the inverse in ``autoparser.openai``
+  (:func:`autoparser.grammar.example_calls`). Tomorrow: the inverse in ``autoparser.openai``
   with the profile's own knowledge (arguments as object or string, the reasoning field the
   template reads).
 """
@@ -96,7 +96,7 @@ def _arguments(call: Mapping[str, Any], where: str) -> dict[str, Any]:
 
 
 def _calls_as_text(call_format: Profile | None, calls: list[tuple[str, dict[str, Any]]], index: int) -> str:
-    from autoparser.live.grammar import example_calls
+    from autoparser.grammar import example_calls
 
     if call_format is None:
         raise bad_request(f"messages[{index}] has tool calls, but this model has no tool-call format",

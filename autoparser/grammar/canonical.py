@@ -1,4 +1,4 @@
-"""Grammars that force a profile's tool-call wire format, for OpenVINO GenAI structured output.
+"""The canonical layout: one spelling per call, for OpenVINO GenAI structured output.
 
 :func:`grammar_for` turns a :class:`~autoparser.profile.Profile` plus the request's tools into a
 structured-output spec (the plain-data vocabulary of :mod:`autoparser.live.structured`; build it
@@ -36,12 +36,27 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Literal
 
-from autoparser.errors import AutoparserError
+from autoparser.grammar.tree import (
+    Alt,
+    GrammarError,
+    Lit,
+    Node,
+    Re,
+    Rep,
+    Schema,
+    Seq,
+    alt,
+    regex_literal,
+    render,
+    seq,
+    to_spec,
+    tool_schemas,
+    triggered,
+)
 from autoparser.profile import CodecSpec, Profile
-from autoparser.wire import CALL_NAME, ToolsError, json_types, name_class, normalized, read_tools, writable
+from autoparser.wire import CALL_NAME, json_types, name_class, writable
 
 __all__ = [
     "GrammarError",
@@ -62,176 +77,8 @@ _INT = r"(?:0|[1-9][0-9]*)"
 _FRACTION = r"(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?"
 _XMLISH = re.compile(r"</?[A-Za-z_][\w:.\-]*>\Z")
 _GENERIC_ARGS: Mapping[str, Any] = {"type": "object"}
-_MAX_EXPAND = 4  # unbounded repetition of a JSON-schema node is spelt out up to this many calls
 
 Style = Literal["json", "python", "relaxed", "raw"]
-
-
-class GrammarError(AutoparserError):
-    """A grammar cannot be built for this profile (no tool format, or an unsupported construct)."""
-
-
-# -- a tiny grammar IR: literal / regex / JSON-schema nodes, sequences and alternatives ----------
-
-
-@dataclass(frozen=True)
-class _Lit:
-    text: str
-
-
-@dataclass(frozen=True)
-class _Re:
-    pattern: str
-
-
-@dataclass(frozen=True)
-class _Schema:
-    schema: str  # JSON text (kept as text so nodes stay hashable)
-
-
-@dataclass(frozen=True)
-class _Seq:
-    items: tuple[Node, ...]
-
-
-@dataclass(frozen=True)
-class _Alt:
-    items: tuple[Node, ...]
-
-
-@dataclass(frozen=True)
-class _Rep:
-    """``item (sep item)*`` with ``lo`` to ``hi`` items (``hi`` None: unbounded)."""
-
-    item: Node
-    sep: str
-    lo: int
-    hi: int | None
-
-
-Node = _Lit | _Re | _Schema | _Seq | _Alt | _Rep
-
-
-def regex_literal(text: str) -> str:
-    """``text`` as a regex matching exactly it, in the syntax xgrammar and Python's ``re`` share."""
-    out = []
-    for ch in text:
-        if ch in r".^$*+?()[]{}|\/-":
-            out.append("\\" + ch)
-        elif ch == "\n":
-            out.append(r"\n")
-        elif ch == "\t":
-            out.append(r"\t")
-        elif ch == "\r":
-            out.append(r"\r")
-        else:
-            out.append(ch)
-    return "".join(out)
-
-
-def _seq(*items: Node) -> Node:
-    flat: list[Node] = []
-    for it in items:
-        parts = it.items if isinstance(it, _Seq) else (it,)
-        for p in parts:
-            if isinstance(p, _Lit) and not p.text:
-                continue
-            if isinstance(p, _Lit) and flat and isinstance(flat[-1], _Lit):
-                flat[-1] = _Lit(flat[-1].text + p.text)
-            else:
-                flat.append(p)
-    if len(flat) == 1:
-        return flat[0]
-    return _Seq(tuple(flat))
-
-
-def _alt(items: Sequence[Node]) -> Node:
-    unique = tuple(dict.fromkeys(items))
-    return unique[0] if len(unique) == 1 else _Alt(unique)
-
-
-def _has_schema(node: Node) -> bool:
-    if isinstance(node, _Schema):
-        return True
-    if isinstance(node, _Seq | _Alt):
-        return any(_has_schema(i) for i in node.items)
-    if isinstance(node, _Rep):
-        return _has_schema(node.item)
-    return False
-
-
-def _to_regex(node: Node) -> str:
-    if isinstance(node, _Lit):
-        return regex_literal(node.text)
-    if isinstance(node, _Re):
-        return node.pattern
-    if isinstance(node, _Seq):
-        return "".join(_group(i) if _needs_group(i) else _to_regex(i) for i in node.items)
-    if isinstance(node, _Alt):
-        return "|".join(_to_regex(i) for i in node.items)
-    if isinstance(node, _Rep):
-        one = _group(node.item)
-        more = _group(_seq(_Lit(node.sep), node.item))
-        if node.hi == 1:
-            return f"(?:{one})?" if node.lo == 0 else one
-        lo = max(node.lo - 1, 0)
-        if node.hi is None:
-            times = "*" if lo == 0 else f"{{{lo},}}"
-        else:
-            times = f"{{{lo},{node.hi - 1}}}"
-        return f"(?:{one}{more}{times})?" if node.lo == 0 else f"{one}{more}{times}"
-    raise GrammarError(f"a JSON-schema node cannot be written as a regex: {node!r}")
-
-
-def _needs_group(node: Node) -> bool:
-    """An alternative, or a regex with a ``|`` that could bind across its neighbours."""
-    return isinstance(node, _Alt) or (isinstance(node, _Re) and "|" in node.pattern)
-
-
-def _group(node: Node) -> str:
-    return f"(?:{_to_regex(node)})"
-
-
-def _to_structural(node: Node) -> dict[str, Any]:
-    """A structural-tag node (see :mod:`autoparser.live.structured`) for a tree with schema nodes."""
-    if not _has_schema(node):
-        return {"type": "regex", "pattern": _to_regex(node)}
-    if isinstance(node, _Schema):
-        return {"type": "json_schema", "schema": node.schema}
-    if isinstance(node, _Seq):
-        items: list[dict[str, Any]] = []
-        pending: list[Node] = []
-        for it in node.items:
-            if _has_schema(it):
-                if pending:
-                    items.append(_to_structural(_seq(*pending)))
-                    pending = []
-                items.append(_to_structural(it))
-            else:
-                pending.append(it)
-        if pending:
-            items.append(_to_structural(_seq(*pending)))
-        return items[0] if len(items) == 1 else {"type": "concat", "items": items}
-    if isinstance(node, _Alt):
-        return {"type": "union", "items": [_to_structural(i) for i in node.items]}
-    if isinstance(node, _Rep):
-        hi = node.hi if node.hi is not None else max(node.lo, _MAX_EXPAND)
-        options = []
-        for n in range(node.lo, hi + 1):
-            parts: list[Node] = []
-            for k in range(n):
-                parts += [_Lit(node.sep), node.item] if k else [node.item]
-            options.append(_seq(*parts) if parts else _Lit(""))
-        if any(isinstance(o, _Lit) and not o.text for o in options):
-            raise GrammarError("an optional block with JSON-schema arguments cannot be expressed")
-        return _to_structural(_alt(options))
-    raise GrammarError(f"unknown node {node!r}")  # pragma: no cover
-
-
-def _to_spec(node: Node) -> dict[str, Any]:
-    if _has_schema(node):
-        return {"kind": "structural_tags", "tag": _to_structural(node)}
-    return {"kind": "regex", "regex": _to_regex(node)}
 
 
 # -- values: JSON schema -> node, and concrete value -> text, per style ---------------------------
@@ -294,8 +141,8 @@ class _Values:
         if got is not None:
             return got
         if self.style == "json":
-            return _Schema(json.dumps(schema if isinstance(schema, Mapping) else {}, sort_keys=True))
-        return _Re(self._scalar_any())
+            return Schema(json.dumps(schema if isinstance(schema, Mapping) else {}, sort_keys=True))
+        return Re(self._scalar_any())
 
     def _scalar_any(self) -> str:
         s = self._string_regex({})
@@ -321,42 +168,42 @@ class _Values:
 
     def _node(self, schema: Mapping[str, Any]) -> Node | None:
         if "const" in schema:
-            return _Lit(_encode(schema["const"], self.style, self.delims))
+            return Lit(_encode(schema["const"], self.style, self.delims))
         if isinstance(schema.get("enum"), list) and schema["enum"]:
-            return _alt([_Lit(_encode(v, self.style, self.delims)) for v in schema["enum"]])
+            return alt([Lit(_encode(v, self.style, self.delims)) for v in schema["enum"]])
         for key in ("anyOf", "oneOf"):
             alts = schema.get(key)
             if isinstance(alts, list) and alts:
                 nodes = [self._node(a) if isinstance(a, Mapping) else None for a in alts]
                 if any(n is None for n in nodes):
                     return None
-                return _alt([n for n in nodes if n is not None])
+                return alt([n for n in nodes if n is not None])
         types = _schema_types(schema)
         if not types:
             return None
         nodes = [self._typed(t, schema) for t in types]
         if any(n is None for n in nodes):
             return None
-        return _alt([n for n in nodes if n is not None])
+        return alt([n for n in nodes if n is not None])
 
     def _typed(self, t: str, schema: Mapping[str, Any]) -> Node | None:
         if t == "string":
-            return _Re(self._string_regex(schema))
+            return Re(self._string_regex(schema))
         if t == "integer":
             lo, hi = schema.get("minimum"), schema.get("maximum")
             if isinstance(lo, int) and isinstance(hi, int) and 0 <= lo <= hi <= 9:
-                return _Re(f"[{lo}-{hi}]")
+                return Re(f"[{lo}-{hi}]")
             digits = f"(?:0|[1-9][0-9]{{0,{len(str(abs(hi))) - 1}}})" if isinstance(hi, int) else _INT
             sign = "" if isinstance(lo, int | float) and lo >= 0 else "-?"
-            return _Re(sign + digits)
+            return Re(sign + digits)
         if t == "number":
             lo = schema.get("minimum")
             sign = "" if isinstance(lo, int | float) and lo >= 0 else "-?"
-            return _Re(sign + _INT + _FRACTION)
+            return Re(sign + _INT + _FRACTION)
         if t == "boolean":
-            return _Re("True|False" if self.style == "python" else "true|false")
+            return Re("True|False" if self.style == "python" else "true|false")
         if t == "null":
-            return _Lit("None" if self.style == "python" else "null")
+            return Lit("None" if self.style == "python" else "null")
         if self.style == "raw":  # a structured value in a tagged parameter is written as JSON
             return _Values("json").node(schema)
         if t == "array":
@@ -368,7 +215,7 @@ class _Values:
             hi = schema.get("maxItems")
             lo = lo if isinstance(lo, int) and lo >= 0 else 0
             hi = hi if isinstance(hi, int) and hi >= max(lo, 1) else None
-            return _seq(_Lit("["), _Rep(item, ", ", lo, hi), _Lit("]"))
+            return seq(Lit("["), Rep(item, ", ", lo, hi), Lit("]"))
         if t == "object":
             return self.object_node(schema)
         return None
@@ -381,12 +228,12 @@ class _Values:
         props = schema.get("properties")
         if not isinstance(props, Mapping):
             if schema.get("additionalProperties") is False:
-                return _Lit("{}")
+                return Lit("{}")
             if self.style == "json":
                 return None  # xgrammar's own JSON-schema support does this better
             key = r"[A-Za-z_][A-Za-z0-9_]{0,63}:" if self.style == "relaxed" else r'"[A-Za-z_][A-Za-z0-9_]{0,63}": '
-            member = _seq(_Re(key), _Re(self._scalar_any()))
-            return _seq(_Lit("{"), _Rep(member, "," if self.style == "relaxed" else ", ", 0, None), _Lit("}"))
+            member = seq(Re(key), Re(self._scalar_any()))
+            return seq(Lit("{"), Rep(member, "," if self.style == "relaxed" else ", ", 0, None), Lit("}"))
         required = [k for k in schema.get("required") or () if k in props]
         sep = "," if self.style == "relaxed" else ", "
         members: list[tuple[Node, bool]] = []
@@ -394,24 +241,24 @@ class _Values:
             v = values(k, sub) if values is not None else self._node(sub if isinstance(sub, Mapping) else {})
             if v is None:
                 return None
-            members.append((_seq(_Lit(self.key(str(k))), v), k in required))
-        return _seq(_Lit("{"), _members(members, sep), _Lit("}"))
+            members.append((seq(Lit(self.key(str(k))), v), k in required))
+        return seq(Lit("{"), _members(members, sep), Lit("}"))
 
 
 def _members(members: list[tuple[Node, bool]], sep: str) -> Node:
     """Members in order, optional ones skippable, with separators only between present ones."""
     # first(i): the list starting at member i or later; tail(i): ", member_i ..." continuations.
     n = len(members)
-    tail: list[Node] = [_Lit("")] * (n + 1)
+    tail: list[Node] = [Lit("")] * (n + 1)
     first: list[Node | None] = [None] * (n + 1)
-    first[n] = _Lit("")
+    first[n] = Lit("")
     for i in range(n - 1, -1, -1):
         node, req = members[i]
-        with_it = _seq(_Lit(sep), node, tail[i + 1])
-        tail[i] = with_it if req else _alt([with_it, tail[i + 1]])
-        start = _seq(node, tail[i + 1])
+        with_it = seq(Lit(sep), node, tail[i + 1])
+        tail[i] = with_it if req else alt([with_it, tail[i + 1]])
+        start = seq(node, tail[i + 1])
         later = first[i + 1]
-        first[i] = start if req or later is None else _alt([start, later])
+        first[i] = start if req or later is None else alt([start, later])
     result = first[0]
     assert result is not None
     return _optional_empty(result)
@@ -419,31 +266,16 @@ def _members(members: list[tuple[Node, bool]], sep: str) -> Node:
 
 def _optional_empty(node: Node) -> Node:
     """Regex alternatives with an empty branch become ``(?:...)?`` (xgrammar dislikes ``a|``)."""
-    if isinstance(node, _Alt) and any(isinstance(i, _Lit) and not i.text for i in node.items):
-        rest = [i for i in node.items if not (isinstance(i, _Lit) and not i.text)]
-        return _Rep(_alt(rest), "", 0, 1)
-    if isinstance(node, _Seq):
-        return _Seq(tuple(_optional_empty(i) for i in node.items))
-    if isinstance(node, _Alt):
-        return _Alt(tuple(_optional_empty(i) for i in node.items))
+    if isinstance(node, Alt) and any(isinstance(i, Lit) and not i.text for i in node.items):
+        rest = [i for i in node.items if not (isinstance(i, Lit) and not i.text)]
+        return Rep(alt(rest), "", 0, 1)
+    if isinstance(node, Seq):
+        return Seq(tuple(_optional_empty(i) for i in node.items))
+    if isinstance(node, Alt):
+        return Alt(tuple(_optional_empty(i) for i in node.items))
     return node
 
 
-# -- tools -----------------------------------------------------------------------------------------
-
-
-def _tool_schemas(tools: object) -> dict[str, Mapping[str, Any]]:
-    """``{name: parameters schema}`` read by :func:`autoparser.wire.read_tools` (any tool shape),
-    each schema normalized (``$ref`` and type aliases resolved as validation resolves them)."""
-    try:
-        found = read_tools(tools, strict=True)
-    except ToolsError as exc:
-        raise GrammarError(str(exc)) from None
-    return {name: normalized(params) if params else {"type": "object", "properties": {}}
-            for name, params in found.items()}
-
-
-# -- call layout -----------------------------------------------------------------------------------
 
 # One layout serves the grammar (value nodes built from schemas) and examples (concrete values as
 # literals), so the text an example shows is by construction text the grammar accepts.
@@ -465,11 +297,11 @@ def _pad(marker: str, body: Calls) -> str:
 
 
 def _first_char(node: Node) -> str | None:
-    if isinstance(node, _Lit):
+    if isinstance(node, Lit):
         return node.text[:1] or None
-    if isinstance(node, _Seq | _Alt):
+    if isinstance(node, Seq | Alt):
         return _first_char(node.items[0])
-    if isinstance(node, _Rep):
+    if isinstance(node, Rep):
         return _first_char(node.item)
     return None
 
@@ -494,9 +326,9 @@ def _name_json_header(codec: CodecSpec, name_node: Node) -> tuple[Node, Node]:
     if slot == "{id}":
         # bounded: an unbounded index (Kimi's ":\\d+") lets a small model write digits forever
         bounded = re.sub(r"(?<!\\)[+*]", lambda m: "{1,3}" if m.group() == "+" else "{0,3}", codec.id_name_suffix)
-        suffix = _Re(bounded) if bounded else _Lit("")
-        name_node = _seq(_Lit(codec.id_name_prefix), name_node, suffix)
-    return _seq(_Lit(before), name_node, _Lit(after)), _Lit(codec.trailer)
+        suffix = Re(bounded) if bounded else Lit("")
+        name_node = seq(Lit(codec.id_name_prefix), name_node, suffix)
+    return seq(Lit(before), name_node, Lit(after)), Lit(codec.trailer)
 
 
 def _one_call(codec: CodecSpec, name: str, args: Node, params: Sequence[Param],
@@ -506,60 +338,60 @@ def _one_call(codec: CodecSpec, name: str, args: Node, params: Sequence[Param],
     ``args`` is the arguments object (json, name_json); ``params`` the parameters (pythonic,
     tagged), or ``any_params`` a node for any parameters at all (no tools given).
     """
-    name_node = _Lit(name) if name else _Re(CALL_NAME if codec.kind == "pythonic" else _ANY_NAME)
+    name_node = Lit(name) if name else Re(CALL_NAME if codec.kind == "pythonic" else _ANY_NAME)
     if codec.kind == "json":
         if codec.name_as_key:
-            key_node = _Lit(json.dumps(name)) if name else _Re('"' + _ANY_NAME + '"')
-            return _seq(_Lit("{"), key_node, _Lit(": "), args, _Lit("}"))
-        return _seq(_Lit("{" + json.dumps(codec.name_keys[0]) + ': "'), name_node,
-                    _Lit('", ' + json.dumps(codec.args_keys[0]) + ": "), args, _Lit("}"))
+            key_node = Lit(json.dumps(name)) if name else Re('"' + _ANY_NAME + '"')
+            return seq(Lit("{"), key_node, Lit(": "), args, Lit("}"))
+        return seq(Lit("{" + json.dumps(codec.name_keys[0]) + ': "'), name_node,
+                    Lit('", ' + json.dumps(codec.args_keys[0]) + ": "), args, Lit("}"))
     if codec.kind == "name_json":
         before, after = _name_json_header(codec, name_node)
-        return _seq(before, args, after)
+        return seq(before, args, after)
     if codec.kind == "pythonic":
-        parts: list[Node] = [name_node, _Lit("(")]
+        parts: list[Node] = [name_node, Lit("(")]
         for i, (key, value, _is_string) in enumerate(params):
-            parts += [_Lit((", " if i else "") + key + "="), value]
+            parts += [Lit((", " if i else "") + key + "="), value]
         if any_params is not None:
             parts.append(any_params)
-        return _seq(*parts, _Lit(")"))
+        return seq(*parts, Lit(")"))
     # tagged: header, one parameter per line, trailer
     before_name, _, after_name = codec.header.partition("{name}")
-    lines: list[Node] = [_seq(_Lit(before_name), name_node, _Lit(after_name))]
+    lines: list[Node] = [seq(Lit(before_name), name_node, Lit(after_name))]
     lines += [_tagged_param(codec, *p) for p in params]
     if any_params is not None:
         lines.append(any_params)
     if codec.trailer:
-        lines.append(_Lit(codec.trailer))
+        lines.append(Lit(codec.trailer))
     out: list[Node] = []
     for i, line in enumerate(lines):
-        out += [_Lit("\n"), line] if i else [line]
-    return _seq(*out)
+        out += [Lit("\n"), line] if i else [line]
+    return seq(*out)
 
 
 def _tagged_param(codec: CodecSpec, key: str, value: Node, is_string: bool) -> Node:
     pattern = codec.param.replace("{key}", key)
     pattern = pattern.replace("{string}", codec.string_true if is_string else "false")
     before, _, after = pattern.partition("{value}")
-    return _seq(_Lit(before), value, _Lit(after))
+    return seq(Lit(before), value, Lit(after))
 
 
 def _any_params(codec: CodecSpec, values: _Values) -> Node:
     """Any number of parameters with any names (the grammar for a call when no tools are given)."""
-    key = _Re(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
-    value = _Re(values._scalar_any())
+    key = Re(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
+    value = Re(values._scalar_any())
     if codec.kind == "pythonic":
-        return _Rep(_seq(key, _Lit("="), value), ", ", 0, None)
+        return Rep(seq(key, Lit("="), value), ", ", 0, None)
     before, _, rest = codec.param.partition("{key}")
     if "{key}" in rest:
         raise GrammarError("this parameter format repeats the key; a grammar for it needs the tools")
-    parts: list[Node] = [_Lit(before), key]
+    parts: list[Node] = [Lit(before), key]
     if "{string}" in rest:
         mid, _, rest = rest.partition("{string}")
-        parts += [_Lit(mid), _Re(f"(?:{regex_literal(codec.string_true)}|false)")]
+        parts += [Lit(mid), Re(f"(?:{regex_literal(codec.string_true)}|false)")]
     mid, _, after = rest.partition("{value}")
-    parts += [_Lit(mid), value, _Lit(after)]
-    return _Rep(_seq(*parts), "\n", 0, None)
+    parts += [Lit(mid), value, Lit(after)]
+    return Rep(seq(*parts), "\n", 0, None)
 
 
 def _raw_stop(codec: CodecSpec) -> str:
@@ -586,13 +418,13 @@ def _tool_calls(profile: Profile, schemas: Mapping[str, Mapping[str, Any]]) -> N
                 for k, sub in props.items()
             ]
             if not name:  # no tools: any tool name, any parameters
-                out.append(_one_call(codec, name, _Lit(""), [], _any_params(codec, pv)))
+                out.append(_one_call(codec, name, Lit(""), [], _any_params(codec, pv)))
                 continue
             out.append(_optional_params(codec, name, params, [k for k in props if k not in required]))
         else:
             obj = vals.object_node(schema)
             out.append(_one_call(codec, name, obj if obj is not None else vals.node(schema), []))
-    return _alt(out)
+    return alt(out)
 
 
 def _optional_params(codec: CodecSpec, name: str, params: list[Param], optional: list[str]) -> Node:
@@ -602,8 +434,8 @@ def _optional_params(codec: CodecSpec, name: str, params: list[Param], optional:
     variants = []
     for mask in range(1 << len(optional)):
         skip = {k for i, k in enumerate(optional) if mask >> i & 1}
-        variants.append(_one_call(codec, name, _Lit(""), [p for p in params if p[0] not in skip]))
-    return _alt(variants)
+        variants.append(_one_call(codec, name, Lit(""), [p for p in params if p[0] not in skip]))
+    return alt(variants)
 
 
 def _example_calls(profile: Profile, calls: Sequence[tuple[str, Mapping[str, Any]]]) -> list[Node]:
@@ -613,10 +445,10 @@ def _example_calls(profile: Profile, calls: Sequence[tuple[str, Mapping[str, Any
     out = []
     for name, arguments in calls:
         if codec.kind == "pythonic":
-            params: list[Param] = [(k, _Lit(_encode(v, "python")), False) for k, v in arguments.items()]
+            params: list[Param] = [(k, Lit(_encode(v, "python")), False) for k, v in arguments.items()]
         else:
-            params = [(k, _Lit(_encode(v, "raw")), isinstance(v, str)) for k, v in arguments.items()]
-        out.append(_one_call(codec, name, _Lit(_encode(dict(arguments), vals.style, vals.delims)), params))
+            params = [(k, Lit(_encode(v, "raw")), isinstance(v, str)) for k, v in arguments.items()]
+        out.append(_one_call(codec, name, Lit(_encode(dict(arguments), vals.style, vals.delims)), params))
     return out
 
 
@@ -625,9 +457,9 @@ def _many(calls: Calls, sep: str, count: tuple[int, int | None]) -> Node:
     if isinstance(calls, list):
         parts: list[Node] = []
         for i, c in enumerate(calls):
-            parts += [_Lit(sep), c] if i else [c]
-        return _seq(*parts)
-    return _Rep(calls, sep, *count)
+            parts += [Lit(sep), c] if i else [c]
+        return seq(*parts)
+    return Rep(calls, sep, *count)
 
 
 def _block(profile: Profile, calls: Calls, count: tuple[int, int | None]) -> Node:
@@ -640,29 +472,29 @@ def _block(profile: Profile, calls: Calls, count: tuple[int, int | None]) -> Nod
     o = t.call_open[0] if t.call_open else ""
     c = t.call_close[0] if t.call_close else ""
     if codec.kind == "pythonic":  # one list holds every call; markers (LFM2) go around the list
-        listed = _seq(_Lit("["), _many(calls, ", ", count), _Lit("]"))
-        return _seq(_Lit(so + o), listed, _Lit(c + sc))
+        listed = seq(Lit("["), _many(calls, ", ", count), Lit("]"))
+        return seq(Lit(so + o), listed, Lit(c + sc))
     if o:
         po = _pad(o, calls)
         wrap: Calls = (
-            [_seq(_Lit(o + po), x, _Lit(po + c)) for x in calls] if isinstance(calls, list)
-            else _seq(_Lit(o + po), calls, _Lit(po + c))
+            [seq(Lit(o + po), x, Lit(po + c)) for x in calls] if isinstance(calls, list)
+            else seq(Lit(o + po), calls, Lit(po + c))
         )
         body = _many(wrap, t.separators[0] if t.separators else ("" if so else "\n"), count)
     elif t.separators:
         body = _many(calls, t.separators[0], count)
     elif codec.kind == "json" and (codec.array == "require" or (codec.array == "allow" and so)):
-        body = _seq(_Lit("["), _many(calls, ", ", count), _Lit("]"))
+        body = seq(Lit("["), _many(calls, ", ", count), Lit("]"))
     elif so and not sc:
         # no closing marker: every call gets its own opening marker (Mistral v11)
-        each = [_seq(_Lit(so), x) for x in calls] if isinstance(calls, list) else _seq(_Lit(so), calls)
+        each = [seq(Lit(so), x) for x in calls] if isinstance(calls, list) else seq(Lit(so), calls)
         return _many(each, "", count)
     else:
         body = _many(calls, "\n" if codec.kind == "tagged" else "", count)
     if not so:
         return body
     ps = _pad(so, body)
-    return _seq(_Lit(so + ps), body, _Lit(ps + sc))
+    return seq(Lit(so + ps), body, Lit(ps + sc))
 
 
 def _harmony(profile: Profile, calls: Sequence[tuple[str, Node]], count: tuple[int, int | None],
@@ -671,11 +503,11 @@ def _harmony(profile: Profile, calls: Sequence[tuple[str, Node]], count: tuple[i
     assert m is not None
     end = next((e for e in m.ends if "call" in e), m.ends[0] if m.ends else "")
     options: list[Node] = [
-        _seq(_Lit(f"{m.channel}{m.call_channel} {m.recipient_prefix}"), _Lit(n) if n else _Re(_ANY_NAME),
-             _Lit(f" {m.constrain}{m.content_types[0] if m.content_types else ''}{m.message}"), args, _Lit(end))
+        seq(Lit(f"{m.channel}{m.call_channel} {m.recipient_prefix}"), Lit(n) if n else Re(_ANY_NAME),
+             Lit(f" {m.constrain}{m.content_types[0] if m.content_types else ''}{m.message}"), args, Lit(end))
         for n, args in calls
     ]
-    return _many(options if example else _alt(options), "", count)
+    return _many(options if example else alt(options), "", count)
 
 
 def _count(min_calls: int, max_calls: int | None) -> tuple[int, int | None]:
@@ -693,7 +525,7 @@ def _check(profile: Profile) -> None:
 
 def _tree(profile: Profile, tools: object, count: tuple[int, int | None]) -> Node:
     _check(profile)
-    schemas = _tool_schemas(tools)
+    schemas = tool_schemas(tools)
     if profile.tools is None:  # header-routed messages (Harmony)
         for name in schemas:
             if not writable(name, None):
@@ -728,56 +560,11 @@ def grammar_for(
     """
     tree = _tree(profile, tools, _count(min_calls, max_calls))
     if mode == "required":
-        return _to_spec(tree)
+        return to_spec(tree)
     if mode != "auto":
         raise GrammarError(f"unknown mode {mode!r} (required or auto)")
-    return {"kind": "structural_tags", "tag": _triggered(tree)}
+    return {"kind": "structural_tags", "tag": triggered(tree)}
 
-
-def _triggered(tree: Node) -> dict[str, Any]:
-    """``TriggeredTags`` with one tag that begins with the block's leading literal (the trigger)."""
-    if isinstance(tree, _Rep) and tree.lo == tree.hi == 1:
-        tree = tree.item
-    if isinstance(tree, _Alt):
-        tree = _common_head(tree)
-    items = list(tree.items) if isinstance(tree, _Seq) else [tree]
-    head = items.pop(0)
-    if not isinstance(head, _Lit) or not head.text.strip():
-        raise GrammarError("auto mode needs a call format that starts with a fixed marker")
-    end = ""
-    if items and isinstance(items[-1], _Lit):
-        last = items.pop()
-        assert isinstance(last, _Lit)
-        end = last.text
-    if not items:
-        raise GrammarError("auto mode: nothing variable between the markers")
-    trigger = head.text.strip()
-    if len(trigger) < 2:
-        raise GrammarError(f"auto mode needs a distinctive first marker; {trigger!r} would capture prose")
-    tag = {"type": "tag", "begin": head.text, "content": _to_structural(_seq(*items)), "end": end}
-    return {"type": "triggered_tags", "triggers": [trigger], "tags": [tag], "at_least_one": False,
-            "stop_after_first": True}
-
-
-def _common_head(alt: _Alt) -> Node:
-    """``a X | a Y`` as ``a (X | Y)``: the literal every alternative starts with, factored out."""
-    heads = []
-    for item in alt.items:
-        first = item.items[0] if isinstance(item, _Seq) else item
-        heads.append(first.text if isinstance(first, _Lit) else "")
-    prefix = heads[0]
-    for h in heads[1:]:
-        while not h.startswith(prefix):
-            prefix = prefix[:-1]
-    if not prefix:
-        return alt
-    rests = []
-    for item in alt.items:
-        parts = list(item.items) if isinstance(item, _Seq) else [item]
-        first = parts[0]
-        assert isinstance(first, _Lit)
-        rests.append(_seq(_Lit(first.text[len(prefix):]), *parts[1:]))
-    return _seq(_Lit(prefix), _alt(rests))
 
 
 def structured_output_for(profile: Profile, tools: object, **kw: Any) -> Any:
@@ -794,20 +581,10 @@ def example_calls(profile: Profile, calls: Sequence[tuple[str, Mapping[str, Any]
         raise GrammarError("no calls to write")
     count = (len(calls), len(calls))
     if profile.tools is None:
-        args = [(n, _Lit(_encode(dict(a), "json"))) for n, a in calls]
-        return _render(_harmony(profile, args, count, example=True))
-    return _render(_block(profile, _example_calls(profile, calls), count))
+        args = [(n, Lit(_encode(dict(a), "json"))) for n, a in calls]
+        return render(_harmony(profile, args, count, example=True))
+    return render(_block(profile, _example_calls(profile, calls), count))
 
-
-def _render(node: Node) -> str:
-    """The text of an example tree (literals only, apart from an id suffix pattern)."""
-    if isinstance(node, _Lit):
-        return node.text
-    if isinstance(node, _Seq):
-        return "".join(_render(i) for i in node.items)
-    if isinstance(node, _Re):  # e.g. Kimi's ":\\d+" id suffix: the smallest instance
-        return re.sub(r"\\d(?:[+*]|\{[^}]*\})?|\[0-9\](?:[+*]|\{[^}]*\})?", "0", node.pattern).replace("\\", "")
-    raise GrammarError(f"cannot render {node!r}")
 
 
 def reasoning_spec(

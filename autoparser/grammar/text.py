@@ -1,4 +1,4 @@
-"""Grammars that accept a profile's tool-call wire format, with arguments typed by the tools' schemas.
+"""Grammar text (GBNF, EBNF, structural tag) accepting every spelling of a profile's tool calls.
 
 Why: a parser can only repair what a model wrote; a grammar stops the model from writing a call the
 parser would reject. The grammar is built from the same profile fields the parser reads (markers,
@@ -23,7 +23,7 @@ grammar is built from the profile's ``messages`` markers and triggers where the 
 plain content (the start and channel markers); from there it spells every header, so the model
 can still reason and answer, but any message it addresses to a tool carries arguments typed by
 that tool's schema (see :class:`_Harmony`). A profile with no tool-call format at all (``think``)
-gets an ExportError, never a grammar that would constrain nothing.
+gets a GrammarError, never a grammar that would constrain nothing.
 
 Choices where the parser accepts more than one spelling: the grammar accepts the spellings the
 parser accepts (whitespace runs wherever a profile pattern has whitespace, JSON keys ``name`` and
@@ -41,9 +41,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ..profile import CodecSpec, MessagesSpec, Profile, ToolSpec
-from ..wire import ToolsError, json_types, name_class, normalized, read_tools, writable
-from .errors import ExportError
+from autoparser.grammar.tree import GrammarError, tool_schemas
+from autoparser.profile import CodecSpec, MessagesSpec, Profile, ToolSpec
+from autoparser.wire import json_types, name_class, writable
 
 __all__ = ["GrammarExport", "build_grammar", "grammar_dialects"]
 
@@ -66,15 +66,6 @@ class GrammarExport:
     #: prefixes that start it only at the very beginning of the output (Llama 3's bare ``{``)
     start_triggers: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
-
-
-def _tool_schemas(tools: object) -> dict[str, dict[str, Any]]:
-    """``{name: parameters schema}`` read by :func:`autoparser.wire.read_tools` (any tool shape),
-    each schema normalized (``$ref`` and type aliases resolved as validation resolves them)."""
-    try:
-        return {name: normalized(params) for name, params in read_tools(tools, strict=True).items()}
-    except ToolsError as exc:
-        raise ExportError(str(exc)) from None
 
 
 # -- rule set ------------------------------------------------------------------------------------
@@ -176,7 +167,7 @@ class _Builder:
     def t(self) -> ToolSpec:
         """The tool-marker format (Harmony profiles have none: their calls are routed by headers)."""
         if self.p.tools is None:
-            raise ExportError(f"profile {self.p.name or '<derived>'!r} has no tool markers")
+            raise GrammarError(f"profile {self.p.name or '<derived>'!r} has no tool markers")
         return self.p.tools
 
     # -- text that does not contain given strings ------------------------------------------------
@@ -426,7 +417,7 @@ class _Builder:
     def names(self, kind: str | None = None) -> list[str | None]:
         for name in self.tools:
             if kind is not None and not writable(name, kind):
-                raise ExportError(f"tool name {name!r} cannot be written in a {kind} call")
+                raise GrammarError(f"tool name {name!r} cannot be written in a {kind} call")
         return list(self.tools) if self.tools else [None]
 
     def name_expr(self, name: str | None) -> str:
@@ -477,13 +468,13 @@ class _Builder:
                 out.append(_lit(rx[i]) if rx[i] != "." else '"."')
                 i += 1
             else:
-                raise ExportError(f"cannot express the id suffix pattern {rx!r} as a grammar")
+                raise GrammarError(f"cannot express the id suffix pattern {rx!r} as a grammar")
         return " ".join(out) if out else ""
 
     # -- one call body per codec ---------------------------------------------------------------------
     def body(self, c: CodecSpec, hint: str) -> str:
         if c.kind == "pattern":
-            raise ExportError("the pattern codec has no grammar back-end yet (docs/profile.md)")
+            raise GrammarError("the pattern codec has no grammar back-end yet (docs/profile.md)")
         if c.kind == "json":
             return self.json_body(c, hint)
         if c.kind == "name_json":
@@ -750,7 +741,7 @@ class _Harmony:
         self.b, self.m, self.r = b, m, b.r
         for tool in b.tools:
             if not writable(tool, None):
-                raise ExportError(f"tool name {tool!r} cannot be written in a Harmony header "
+                raise GrammarError(f"tool name {tool!r} cannot be written in a Harmony header "
                                   "(not a name by the wire rule: no whitespace, '<' ...)")
         r = self.r
         self.role = r.add("h-role", _lit(m.start + m.role))
@@ -809,7 +800,7 @@ def _harmony_grammar(profile: Profile, schemas: Mapping[str, Mapping[str, Any]],
     m = profile.messages
     assert m is not None
     if not (m.start and m.channel and m.message):
-        raise ExportError("Harmony messages need start, channel and message markers for a grammar")
+        raise GrammarError("Harmony messages need start, channel and message markers for a grammar")
     b = _Builder(profile, schemas)
     h = _Harmony(b, m)
     triggers = (m.channel, m.start)
@@ -845,7 +836,7 @@ def _harmony_grammar(profile: Profile, schemas: Mapping[str, Mapping[str, Any]],
 
 def grammar_dialects() -> dict[str, str]:
     """Which builtin dialects get a grammar, and why the others do not (for docs and tests)."""
-    from ..dialects import dialects, get_profile
+    from autoparser.dialects import dialects, get_profile
 
     out: dict[str, str] = {}
     for d in dialects():
@@ -858,22 +849,22 @@ def build_grammar(profile: Profile, tools: object = None, fmt: GrammarFormat = "
     """A grammar for the tool-call wire format of ``profile``, constrained by ``tools``' schemas.
 
     Without tools, any tool name and any JSON arguments are allowed (the shape is still enforced).
-    A profile without any tool-call format (``think``) raises :class:`ExportError` rather than
+    A profile without any tool-call format (``think``) raises :class:`GrammarError` rather than
     returning a grammar that constrains nothing: a caller asking for a tool grammar has a wrong
     assumption about the model, and an empty grammar (or a lazy one with no trigger, which
     llama.cpp refuses) would hide it.
     """
     if fmt not in ("gbnf", "ebnf", "structural-tag"):
-        raise ExportError(f"unknown grammar format {fmt!r} (valid: ebnf, gbnf, structural-tag)")
-    schemas = _tool_schemas(tools)
+        raise GrammarError(f"unknown grammar format {fmt!r} (valid: ebnf, gbnf, structural-tag)")
+    schemas = tool_schemas(tools)
     if profile.tools is None and profile.messages is None:
         only = "reasoning and content" if profile.reasoning is not None else "content"
-        raise ExportError(f"profile {profile.name or '<derived>'!r} has no tool-call format to constrain "
+        raise GrammarError(f"profile {profile.name or '<derived>'!r} has no tool-call format to constrain "
                           f"(its output is {only} only): run without a grammar, or use a profile whose "
                           "model writes tool calls")
     if profile.tools is not None and profile.messages is not None:
         # a marker grammar would leave header-routed calls unconstrained, and vice versa
-        raise ExportError(f"profile {profile.name or '<derived>'!r} has both tool markers and Harmony "
+        raise GrammarError(f"profile {profile.name or '<derived>'!r} has both tool markers and Harmony "
                           "header-routed messages; a grammar for the two together is not supported")
     if profile.messages is not None:
         return _harmony_grammar(profile, schemas, fmt)
@@ -913,7 +904,7 @@ def build_grammar(profile: Profile, tools: object = None, fmt: GrammarFormat = "
         tags.append({"type": "tag", "begin": trig,
                      "content": {"type": "grammar", "grammar": b.r.render()}, "end": ""})
     if not tags:
-        raise ExportError(f"dialect {profile.name or '<derived>'!r}: its calls start with "
+        raise GrammarError(f"dialect {profile.name or '<derived>'!r}: its calls start with "
                           f"{', '.join(map(repr, triggers))}, which a structural tag cannot trigger on "
                           "(the marker belongs to the call itself); use ebnf or gbnf")
     if skipped:
