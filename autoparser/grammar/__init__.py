@@ -1,13 +1,7 @@
-"""Grammars that force a profile's tool-call format.
-
-One tree (:mod:`.tree`: literals, regexes, JSON-schema nodes, sequences, alternatives,
-repetitions) with its back-ends (regex, structural tag, example text); the canonical layout built
-on it (:mod:`.canonical`: one spelling per call, what OpenVINO GenAI is given); the GBNF / EBNF /
-structural-tag text that accepts every spelling the parser reads (:mod:`.text`, for llama.cpp,
-llguidance and xgrammar); and the request semantics (:func:`for_request`: OpenAI's
-``tool_choice`` and ``parallel_tool_calls``). Every builder reads tools through
-:mod:`autoparser.wire`; ``tests/test_grammar_property.py`` checks them against the parser.
-"""
+"""Grammars that force a profile's tool-call format: one tree with its back-ends (:mod:`.tree`), the
+canonical layout OpenVINO GenAI is given (:mod:`.canonical`), GBNF / EBNF / structural-tag text
+accepting every spelling the parser reads (:mod:`.text`), and the request semantics
+(:func:`for_request`). ``tests/test_grammar_property.py`` checks them against the parser."""
 
 from __future__ import annotations
 

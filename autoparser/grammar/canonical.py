@@ -56,17 +56,9 @@ from autoparser.grammar.tree import (
     triggered,
 )
 from autoparser.profile import CodecSpec, Profile
-from autoparser.wire import CALL_NAME, json_types, name_class, writable
+from autoparser.wire import CALL_NAME, json_types, name_class
 
-__all__ = [
-    "GrammarError",
-    "Mode",
-    "example_calls",
-    "grammar_for",
-    "reasoning_spec",
-    "regex_literal",
-    "structured_output_for",
-]
+__all__ = ["Mode", "example_calls", "grammar_for", "reasoning_spec", "structured_output_for"]
 
 Mode = Literal["required", "auto"]
 
@@ -82,10 +74,6 @@ Style = Literal["json", "python", "relaxed", "raw"]
 
 
 # -- values: JSON schema -> node, and concrete value -> text, per style ---------------------------
-
-
-def _schema_types(schema: Mapping[str, Any]) -> list[str]:
-    return sorted(json_types(schema))
 
 
 def _encode(value: Any, style: Style, delims: tuple[str, str] = ('"', '"')) -> str:
@@ -178,7 +166,7 @@ class _Values:
                 if any(n is None for n in nodes):
                     return None
                 return alt([n for n in nodes if n is not None])
-        types = _schema_types(schema)
+        types = sorted(json_types(schema))
         if not types:
             return None
         nodes = [self._typed(t, schema) for t in types]
@@ -405,8 +393,6 @@ def _tool_calls(profile: Profile, schemas: Mapping[str, Mapping[str, Any]]) -> N
     vals = _values_for(codec)
     out: list[Node] = []
     for name, schema in list(schemas.items()) or [("", _GENERIC_ARGS)]:
-        if name and not writable(name, codec.kind):
-            raise GrammarError(f"tool name {name!r} cannot be written in a {codec.kind} call")
         if codec.kind in ("tagged", "pythonic"):
             pv = _Values("raw", raw_stop=_raw_stop(codec)) if codec.kind == "tagged" else vals
             props = schema.get("properties")
@@ -414,7 +400,7 @@ def _tool_calls(profile: Profile, schemas: Mapping[str, Mapping[str, Any]]) -> N
                 props = {}
             required = set(schema.get("required") or ())
             params: list[Param] = [
-                (str(k), pv.node(sub), "string" in _schema_types(sub if isinstance(sub, Mapping) else {}))
+                (str(k), pv.node(sub), "string" in json_types(sub if isinstance(sub, Mapping) else {}))
                 for k, sub in props.items()
             ]
             if not name:  # no tools: any tool name, any parameters
@@ -525,11 +511,8 @@ def _check(profile: Profile) -> None:
 
 def _tree(profile: Profile, tools: object, count: tuple[int, int | None]) -> Node:
     _check(profile)
-    schemas = tool_schemas(tools)
+    schemas = tool_schemas(tools, profile)
     if profile.tools is None:  # header-routed messages (Harmony)
-        for name in schemas:
-            if not writable(name, None):
-                raise GrammarError(f"tool name {name!r} cannot be written in a message header")
         vals = _Values("json")
         calls = [(n, vals.object_node(s) or vals.node(s)) for n, s in
                  (list(schemas.items()) or [("", _GENERIC_ARGS)])]

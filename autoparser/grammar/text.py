@@ -41,9 +41,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from autoparser.grammar.tree import GrammarError, tool_schemas
+from autoparser.grammar.tree import GrammarError, escape, tool_schemas
 from autoparser.profile import CodecSpec, MessagesSpec, Profile, ToolSpec
-from autoparser.wire import json_types, name_class, writable
+from autoparser.wire import json_types, name_class
 
 __all__ = ["GrammarExport", "build_grammar", "grammar_dialects"]
 
@@ -72,37 +72,11 @@ class GrammarExport:
 
 def _lit(s: str) -> str:
     """A GBNF string literal (UTF-8 passes through; quotes, backslashes and controls are escaped)."""
-    out = []
-    for ch in s:
-        if ch == '"':
-            out.append('\\"')
-        elif ch == "\\":
-            out.append("\\\\")
-        elif ch == "\n":
-            out.append("\\n")
-        elif ch == "\r":
-            out.append("\\r")
-        elif ch == "\t":
-            out.append("\\t")
-        elif ord(ch) < 0x20:
-            out.append(f"\\x{ord(ch):02X}")
-        else:
-            out.append(ch)
-    return '"' + "".join(out) + '"'
+    return '"' + "".join(escape(ch, '"\\') for ch in s) + '"'
 
 
 def _cls_char(ch: str) -> str:
-    if ch in "\\]-^[":
-        return "\\" + ch
-    if ch == "\n":
-        return "\\n"
-    if ch == "\r":
-        return "\\r"
-    if ch == "\t":
-        return "\\t"
-    if ord(ch) < 0x20:
-        return f"\\x{ord(ch):02X}"
-    return ch
+    return escape(ch, "\\]-^[")
 
 
 class _Rules:
@@ -113,26 +87,21 @@ class _Rules:
         self._by_body: dict[str, str] = {}
 
     def add(self, name: str, body: str) -> str:
-        if body in self._by_body:
-            return self._by_body[body]
-        base = re.sub(r"[^a-zA-Z0-9]+", "-", name).strip("-").lower() or "r"
-        n, i = base, 2
-        while n in self.rules:
-            n, i = f"{base}-{i}", i + 1
-        self.rules[n] = body
-        self._by_body[body] = n
-        return n
+        if body not in self._by_body:
+            n = self._by_body[body] = self.fresh(name, shared=True)
+            self.rules[n] = body
+        return self._by_body[body]
 
     def define(self, name: str, body: str) -> str:
         """A rule with a fixed name (``root``, or one from :meth:`fresh`); never shared."""
         self.rules[name] = body
         return name
 
-    def fresh(self, name: str) -> str:
-        """An unused, valid rule name based on ``name``."""
+    def fresh(self, name: str, shared: bool = False) -> str:
+        """An unused, valid rule name based on ``name`` (not shared: nor a prefix of ``NAME-s...``)."""
         base = re.sub(r"[^a-zA-Z0-9]+", "-", name).strip("-").lower() or "r"
         n, i = base, 2
-        while n in self.rules or any(k.startswith(n + "-s") for k in self.rules):
+        while n in self.rules or (not shared and any(k.startswith(n + "-s") for k in self.rules)):
             n, i = f"{base}-{i}", i + 1
         return n
 
@@ -158,7 +127,6 @@ class _Builder:
         self.tools = tools
         self.r = _Rules()
         self.ws = self.r.add("ws", "[ \\t\\n\\r]*")
-        self.notes: list[str] = []
         #: per body hint, the single-object form of a JSON call (a bare ``{`` cannot open a list)
         self.single: dict[str, str] = {}
         self._excl: dict[tuple[tuple[str, ...], bool], str] = {}
@@ -414,10 +382,7 @@ class _Builder:
                 out.append(self.ws if p.isspace() else _lit(p))
         return " ".join(out) if out else '""'
 
-    def names(self, kind: str | None = None) -> list[str | None]:
-        for name in self.tools:
-            if kind is not None and not writable(name, kind):
-                raise GrammarError(f"tool name {name!r} cannot be written in a {kind} call")
+    def names(self) -> list[str | None]:
         return list(self.tools) if self.tools else [None]
 
     def name_expr(self, name: str | None) -> str:
@@ -487,7 +452,7 @@ class _Builder:
         ws = self.ws
         calls = []
         name_keys = c.name_keys or ("name",)
-        for name in self.names(c.kind):
+        for name in self.names():
             args = self.args_object(name, "json")
             if c.name_as_key:
                 key = _lit(json.dumps(name)) if name is not None else "json-string"
@@ -524,7 +489,7 @@ class _Builder:
         if flavor == "relaxed":
             self.codec_string_delims = c.string_delims
         calls = []
-        for name in self.names(c.kind):
+        for name in self.names():
             trailer = f" {ws} {self.pattern(c.trailer.strip(_WS_CHARS))}" if c.trailer.strip(_WS_CHARS) else ""
             calls.append(self.r.add(f"{hint}-{name or 'any'}",
                                     f"{self.header(c, name)} {ws} {self.args_object(name, flavor)}{trailer}"))
@@ -535,7 +500,7 @@ class _Builder:
         param = c.param
         calls = []
         trailer = c.trailer.strip(_WS_CHARS)
-        for name in self.names(c.kind):
+        for name in self.names():
             schema = self.tools.get(name) if name is not None else None
             if schema is not None and isinstance(schema.get("properties"), Mapping) and schema["properties"]:
                 params = self.props(schema, lambda k, sub: self.tagged_param(param, k, sub, hint),
@@ -608,7 +573,7 @@ class _Builder:
         b = self.base("python")
         calls = []
         ident = "[A-Za-z_] [A-Za-z0-9_]*"
-        for name in self.names("pythonic"):
+        for name in self.names():
             schema = self.tools.get(name) if name is not None else None
             if schema is not None and isinstance(schema.get("properties"), Mapping) and schema["properties"]:
                 def kwarg(k: str, sub: Any, tool: str | None = name) -> str:
@@ -684,11 +649,6 @@ class _Builder:
         # bare call for a block the bare call left open
         return self.r.add("tool-calls", f"{marked} ( {ws} {marked} )* ( {ws} {bare} )? | {bare}"), after
 
-    def prose(self, triggers: Sequence[str]) -> str:
-        """Text before the calls: anything without a trigger (single-character triggers such as
-        ``{`` and ``[`` only start calls at the beginning, so prose may contain them)."""
-        return self.excluding([x for x in triggers if len(x) > 1], "prose")
-
 
 def _string_members(schema: Any) -> list[str] | None:
     """The string members of an ``enum``/``const`` schema (None: the schema lists no members)."""
@@ -739,10 +699,6 @@ class _Harmony:
 
     def __init__(self, b: _Builder, m: MessagesSpec) -> None:
         self.b, self.m, self.r = b, m, b.r
-        for tool in b.tools:
-            if not writable(tool, None):
-                raise GrammarError(f"tool name {tool!r} cannot be written in a Harmony header "
-                                  "(not a name by the wire rule: no whitespace, '<' ...)")
         r = self.r
         self.role = r.add("h-role", _lit(m.start + m.role))
         self.end = r.add("h-end", _alt([_lit(e) for e in m.ends]))
@@ -795,45 +751,6 @@ class _Harmony:
         return {m.channel: channel_rest, m.start: start_rest}
 
 
-def _harmony_grammar(profile: Profile, schemas: Mapping[str, Mapping[str, Any]],
-                     fmt: GrammarFormat) -> GrammarExport:
-    m = profile.messages
-    assert m is not None
-    if not (m.start and m.channel and m.message):
-        raise GrammarError("Harmony messages need start, channel and message markers for a grammar")
-    b = _Builder(profile, schemas)
-    h = _Harmony(b, m)
-    triggers = (m.channel, m.start)
-    notes = ("object properties follow the schema's order; no extra properties",
-             "unsupported schema keywords (pattern, length and range limits, recursive $ref) widen to the type",
-             "Harmony: from the first header marker on, every header is spelt by the grammar; analysis, "
-             "commentary and final bodies are free text without markers; a turn ends with a final "
-             "message or with calls; the end marker after the last message is optional (a stop token)")
-    header = [f"autoparser grammar for dialect {profile.name or '<derived>'} ({fmt})",
-              "tools: " + (", ".join(schemas) if schemas else "any (no tools given)")]
-    if fmt == "gbnf":
-        b.r.define("root", h.turn())
-        header.append("lazy triggers (llama.cpp grammar_triggers, type word): "
-                      + json.dumps(list(triggers), ensure_ascii=False))
-        return GrammarExport("gbnf", b.r.render(header), triggers, (), notes)
-    if fmt == "ebnf":
-        prose = b.excluding([m.start, m.channel], "prose")
-        b.r.define("root", f"{prose} {h.turn()}?")
-        header.append("whole response: prose without a Harmony marker, then optionally a Harmony turn")
-        return GrammarExport("ebnf", b.r.render(header), triggers, (), notes)
-    tags: list[dict[str, Any]] = []
-    for trig, rest in h.after().items():
-        b.r.define("root", rest)
-        tags.append({"type": "tag", "begin": trig,
-                     "content": {"type": "grammar", "grammar": b.r.render()}, "end": ""})
-    doc: dict[str, Any] = {"type": "structural_tag",
-           "format": {"type": "triggered_tags", "triggers": list(triggers), "tags": tags,
-                      "at_least_one": False, "stop_after_first": False}}
-    return GrammarExport("structural-tag", json.dumps(doc, ensure_ascii=False, indent=2), triggers, (),
-                         (*notes, "structural tag: each tag holds one header (and a call's arguments); "
-                                  "message bodies are the free text between tags"))
-
-
 def grammar_dialects() -> dict[str, str]:
     """Which builtin dialects get a grammar, and why the others do not (for docs and tests)."""
     from autoparser.dialects import dialects, get_profile
@@ -856,7 +773,6 @@ def build_grammar(profile: Profile, tools: object = None, fmt: GrammarFormat = "
     """
     if fmt not in ("gbnf", "ebnf", "structural-tag"):
         raise GrammarError(f"unknown grammar format {fmt!r} (valid: ebnf, gbnf, structural-tag)")
-    schemas = tool_schemas(tools)
     if profile.tools is None and profile.messages is None:
         only = "reasoning and content" if profile.reasoning is not None else "content"
         raise GrammarError(f"profile {profile.name or '<derived>'!r} has no tool-call format to constrain "
@@ -866,18 +782,36 @@ def build_grammar(profile: Profile, tools: object = None, fmt: GrammarFormat = "
         # a marker grammar would leave header-routed calls unconstrained, and vice versa
         raise GrammarError(f"profile {profile.name or '<derived>'!r} has both tool markers and Harmony "
                           "header-routed messages; a grammar for the two together is not supported")
-    if profile.messages is not None:
-        return _harmony_grammar(profile, schemas, fmt)
+    schemas = tool_schemas(tools, profile)
     b = _Builder(profile, schemas)
-    part, after = b.blocks()
-    all_triggers = b.triggers()
-    start_triggers = tuple(x for x in all_triggers if x in b.t.lookahead_at_start)
-    triggers = tuple(x for x in all_triggers if x not in start_triggers)
     notes = ["object properties follow the schema's order; no extra properties",
              "unsupported schema keywords (pattern, length and range limits, recursive $ref) widen to the type"]
-    if b.t.lookahead_at_start:
-        notes.append(f"bare calls starting with {', '.join(map(repr, b.t.lookahead_at_start))} are only "
-                     "recognised at the start of the output")
+    m = profile.messages
+    if m is not None:  # Harmony: calls routed by message headers
+        if not (m.start and m.channel and m.message):
+            raise GrammarError("Harmony messages need start, channel and message markers for a grammar")
+        h = _Harmony(b, m)
+        part, after = (h.turn(), {}) if fmt != "structural-tag" else ("", h.after())
+        all_triggers: tuple[str, ...] = (m.channel, m.start)
+        start_triggers: tuple[str, ...] = ()
+        prose_stops, what = [m.start, m.channel], "prose without a Harmony marker, then optionally a Harmony turn"
+        notes.append("Harmony: from the first header marker on, every header is spelt by the grammar; analysis, "
+                     "commentary and final bodies are free text without markers; a turn ends with a final "
+                     "message or with calls; the end marker after the last message is optional (a stop token)")
+        if fmt == "structural-tag":
+            notes.append("structural tag: each tag holds one header (and a call's arguments); "
+                         "message bodies are the free text between tags")
+    else:
+        part, after = b.blocks()
+        all_triggers = b.triggers()
+        start_triggers = tuple(x for x in all_triggers if x in b.t.lookahead_at_start)
+        # single-character triggers such as ``{`` and ``[`` only start calls at the beginning
+        prose_stops = [x for x in all_triggers if len(x) > 1]
+        what = "prose without a trigger, then optionally the tool calls"
+        if b.t.lookahead_at_start:
+            notes.append(f"bare calls starting with {', '.join(map(repr, b.t.lookahead_at_start))} are only "
+                         "recognised at the start of the output")
+    triggers = tuple(x for x in all_triggers if x not in start_triggers)
     header = [f"autoparser grammar for dialect {profile.name or '<derived>'} ({fmt})",
               "tools: " + (", ".join(schemas) if schemas else "any (no tools given)")]
     if fmt == "gbnf":
@@ -888,9 +822,9 @@ def build_grammar(profile: Profile, tools: object = None, fmt: GrammarFormat = "
             header.append("also when the output starts with: " + json.dumps(list(start_triggers)))
         return GrammarExport("gbnf", b.r.render(header), triggers, start_triggers, tuple(notes))
     if fmt == "ebnf":
-        prose = b.prose(all_triggers)
+        prose = b.excluding(prose_stops, "prose")
         b.r.define("root", f"{prose} {part}?" if not start_triggers else f"{part} | {prose} {part}?")
-        header.append("whole response: prose without a trigger, then optionally the tool calls")
+        header.append("whole response: " + what)
         return GrammarExport("ebnf", b.r.render(header), triggers, start_triggers, tuple(notes))
     # structural tag: one tag per trigger; its content is the EBNF of what follows the trigger
     tags: list[dict[str, Any]] = []
@@ -915,4 +849,3 @@ def build_grammar(profile: Profile, tools: object = None, fmt: GrammarFormat = "
                       "at_least_one": False, "stop_after_first": False}}
     return GrammarExport("structural-tag", json.dumps(doc, ensure_ascii=False, indent=2),
                          tuple(str(t["begin"]) for t in tags), (), tuple(notes))
-

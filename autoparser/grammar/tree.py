@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from autoparser.errors import AutoparserError
-from autoparser.wire import ToolsError, normalized, read_tools
+from autoparser.profile import Profile
+from autoparser.wire import ToolsError, normalized, read_tools, writable
 
 __all__ = [
     "Alt",
@@ -29,6 +30,7 @@ __all__ = [
     "Schema",
     "Seq",
     "alt",
+    "escape",
     "has_schema",
     "regex_literal",
     "render",
@@ -40,6 +42,7 @@ __all__ = [
     "triggered",
 ]
 
+_CONTROLS = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 _MAX_EXPAND = 4  # unbounded repetition of a JSON-schema node is spelt out up to this many calls
 
 
@@ -88,21 +91,19 @@ class Rep:
 Node = Lit | Re | Schema | Seq | Alt | Rep
 
 
+def escape(ch: str, special: str, controls: bool = True) -> str:
+    """One character in a grammar's escaped form: ``special`` ones after a backslash, the line
+    controls as ``\\n``/``\\r``/``\\t``, other controls (with ``controls``) as ``\\xHH``."""
+    if ch in special:
+        return "\\" + ch
+    if ch in _CONTROLS:
+        return _CONTROLS[ch]
+    return f"\\x{ord(ch):02X}" if controls and ord(ch) < 0x20 else ch
+
+
 def regex_literal(text: str) -> str:
     """``text`` as a regex matching exactly it, in the syntax xgrammar and Python's ``re`` share."""
-    out = []
-    for ch in text:
-        if ch in r".^$*+?()[]{}|\/-":
-            out.append("\\" + ch)
-        elif ch == "\n":
-            out.append(r"\n")
-        elif ch == "\t":
-            out.append(r"\t")
-        elif ch == "\r":
-            out.append(r"\r")
-        else:
-            out.append(ch)
-    return "".join(out)
+    return "".join(escape(ch, r".^$*+?()[]{}|\/-", controls=False) for ch in text)
 
 
 def seq(*items: Node) -> Node:
@@ -270,13 +271,21 @@ def render(node: Node) -> str:
 
 
 
-def tool_schemas(tools: object) -> dict[str, Mapping[str, Any]]:
+def tool_schemas(tools: object, profile: Profile | None = None) -> dict[str, Mapping[str, Any]]:
     """``{name: parameters schema}`` read by :func:`autoparser.wire.read_tools` (any tool shape),
-    each schema normalized (``$ref`` and type aliases resolved as validation resolves them)."""
+    each schema normalized (``$ref`` and type aliases resolved as validation resolves them). With
+    ``profile``, every name must be one its calls (or Harmony message headers) can carry."""
     try:
         found = read_tools(tools, strict=True)
     except ToolsError as exc:
         raise GrammarError(str(exc)) from None
+    t = profile.tools if profile is not None else None
+    kinds = [c.kind for c in (t.codec, t.alt_codec) if c is not None] if t is not None else [None]
+    for name in found if profile is not None else ():
+        for kind in kinds:
+            if not writable(name, kind):
+                where = f"a {kind} call" if kind else "a Harmony header (not a name by the wire rule)"
+                raise GrammarError(f"tool name {name!r} cannot be written in {where}")
     return {name: normalized(params) if params else {"type": "object", "properties": {}}
             for name, params in found.items()}
 
