@@ -48,6 +48,7 @@ from autoparser.grammar.tree import (
     Schema,
     Seq,
     alt,
+    fill,
     regex_literal,
     render,
     seq,
@@ -310,13 +311,12 @@ def _name_json_header(codec: CodecSpec, name_node: Node) -> tuple[Node, Node]:
     if "{call_id}" in header:  # optional native id (Mistral v13): left out, with the marker before it
         j = header.index(slot) + len(slot)
         header = header[:j] + header[header.index("{call_id}") + len("{call_id}"):]
-    before, _, after = header.partition(slot)
     if slot == "{id}":
         # bounded: an unbounded index (Kimi's ":\\d+") lets a small model write digits forever
         bounded = re.sub(r"(?<!\\)[+*]", lambda m: "{1,3}" if m.group() == "+" else "{0,3}", codec.id_name_suffix)
         suffix = Re(bounded) if bounded else Lit("")
         name_node = seq(Lit(codec.id_name_prefix), name_node, suffix)
-    return seq(Lit(before), name_node, Lit(after)), Lit(codec.trailer)
+    return fill(header, **{slot[1:-1]: name_node}), Lit(codec.trailer)
 
 
 def _one_call(codec: CodecSpec, name: str, args: Node, params: Sequence[Param],
@@ -344,8 +344,7 @@ def _one_call(codec: CodecSpec, name: str, args: Node, params: Sequence[Param],
             parts.append(any_params)
         return seq(*parts, Lit(")"))
     # tagged: header, one parameter per line, trailer
-    before_name, _, after_name = codec.header.partition("{name}")
-    lines: list[Node] = [seq(Lit(before_name), name_node, Lit(after_name))]
+    lines: list[Node] = [fill(codec.header, name=name_node)]
     lines += [_tagged_param(codec, *p) for p in params]
     if any_params is not None:
         lines.append(any_params)
@@ -358,10 +357,7 @@ def _one_call(codec: CodecSpec, name: str, args: Node, params: Sequence[Param],
 
 
 def _tagged_param(codec: CodecSpec, key: str, value: Node, is_string: bool) -> Node:
-    pattern = codec.param.replace("{key}", key)
-    pattern = pattern.replace("{string}", codec.string_true if is_string else "false")
-    before, _, after = pattern.partition("{value}")
-    return seq(Lit(before), value, Lit(after))
+    return fill(codec.param, key=Lit(key), string=Lit(codec.string_true if is_string else "false"), value=value)
 
 
 def _any_params(codec: CodecSpec, values: _Values) -> Node:
@@ -370,16 +366,10 @@ def _any_params(codec: CodecSpec, values: _Values) -> Node:
     value = Re(values._scalar_any())
     if codec.kind == "pythonic":
         return Rep(seq(key, Lit("="), value), ", ", 0, None)
-    before, _, rest = codec.param.partition("{key}")
-    if "{key}" in rest:
+    if codec.param.count("{key}") > 1:
         raise GrammarError("this parameter format repeats the key; a grammar for it needs the tools")
-    parts: list[Node] = [Lit(before), key]
-    if "{string}" in rest:
-        mid, _, rest = rest.partition("{string}")
-        parts += [Lit(mid), Re(f"(?:{regex_literal(codec.string_true)}|false)")]
-    mid, _, after = rest.partition("{value}")
-    parts += [Lit(mid), value, Lit(after)]
-    return Rep(seq(*parts), "\n", 0, None)
+    flag = Re(f"(?:{regex_literal(codec.string_true)}|false)")
+    return Rep(fill(codec.param, key=key, string=flag, value=value), "\n", 0, None)
 
 
 def _raw_stop(codec: CodecSpec) -> str:

@@ -31,6 +31,7 @@ __all__ = [
     "Seq",
     "alt",
     "escape",
+    "fill",
     "has_schema",
     "regex_literal",
     "render",
@@ -120,6 +121,12 @@ def seq(*items: Node) -> Node:
     if len(flat) == 1:
         return flat[0]
     return Seq(tuple(flat))
+
+
+def fill(pattern: str, **slots: Node) -> Node:
+    """``pattern`` as a sequence: each ``{slot}`` named in ``slots`` is that node, the rest literal."""
+    parts = re.split("(" + "|".join(re.escape("{" + k + "}") for k in slots) + ")", pattern)
+    return seq(*(slots[p[1:-1]] if i % 2 else Lit(p) for i, p in enumerate(parts)))
 
 
 def alt(items: Sequence[Node]) -> Node:
