@@ -133,6 +133,7 @@ REQUIRED_SHAPES = (
     "bare JSON array, a call only at the start", "header-routed message with an XML body", "name-as-key JSON list",
     "caller's call id where the name would be", "JSON arguments written as a string",
     "pythonic keyword calls in a wrapper", "flat tool list", "reasoning variations",
+    "a close that repeats the tool's name", "shell-quoted strings, other values as JSON",
 )
 
 
@@ -211,6 +212,8 @@ def _shape_holds(shape: str, name: str) -> bool:
         "JSON arguments written as a string": lambda: '"arguments": "{\\"city\\": \\"Paris\\"' in ex,
         "pythonic keyword calls in a wrapper": lambda: 'get_weather(city="Paris", days=3)' in ex,
         "header prefix is the only opener": lambda: ex.split("get_weather")[0].strip() != "",
+        "a close that repeats the tool's name": lambda: re.search(r"</[^<>]*get_weather>", ex) is not None,
+        "shell-quoted strings, other values as JSON": lambda: "'Paris'" in ex and re.search(r"\s3\b", ex) is not None,
     }
     return checks.get(shape, lambda: True)()
 

@@ -807,7 +807,9 @@ class NameJsonBody(Body):
         self.scanner: BalancedScanner | None = None
         self.argstream: ArgTranscoder | None = None
         self.phase = "id_first" if self.id_first is not None else "header"
-        self._trailer = MarkerSet([(s.trailer.strip(_WS), Kind.trailer)]) if s.trailer.strip(_WS) else None
+        # a trailer that repeats the name ('</{name}>') is known once the name is
+        self._trailer = (MarkerSet([(s.trailer.strip(_WS), Kind.trailer)])
+                         if s.trailer.strip(_WS) and "{name}" not in s.trailer else None)
 
     def feed(self, text: str, pos: int, final: bool) -> tuple[Status, int]:
         s = self.spec
@@ -926,6 +928,8 @@ class NameJsonBody(Body):
 
     def _after_args(self, text: str, pos: int, final: bool) -> tuple[Status, int]:
         """The optional trailer (e.g. a closing code fence) after the arguments."""
+        if self._trailer is None and "{name}" in self.spec.trailer and self.name:
+            self._trailer = MarkerSet([(self.spec.trailer.strip(_WS).replace("{name}", self.name), Kind.trailer)])
         if self._trailer is None:
             return "done", pos
         i = pos

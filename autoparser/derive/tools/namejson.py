@@ -27,7 +27,9 @@ ID_BEFORE_NAME = Rule("tools.id_before_name", "tools.ids", "an id slot before th
 
 NUMBERED_IDS = Rule("tools.numbered_ids", "tools.ids",
                     "text after the name that differs between calls only by their number is an id holding the name")
-RULES = (TWO_CALL_CLOSE, NAME_JSON, ID_BEFORE_NAME, NUMBERED_IDS)
+NAME_TRAILER = Rule("tools.name_in_trailer", "tools.codec",
+                    "text right after the arguments that repeats the call's name closes that call ('</{name}>')")
+RULES = (TWO_CALL_CLOSE, NAME_JSON, ID_BEFORE_NAME, NUMBERED_IDS, NAME_TRAILER)
 
 
 def read_name_json(b1: str, b2: str | None, f: Findings) -> ToolSpec | None:
@@ -68,13 +70,25 @@ def read_name_json(b1: str, b2: str | None, f: Findings) -> ToolSpec | None:
             mf = re.match(r"\s*(```)", m)
             if mf:
                 m = m[mf.end():]
+    named = re.match(r"\s*([^\s{}]*" + NAME1 + r"[^\s{}]*)", z)
+    if not trailer and named is not None:
+        # the call's own close names it (<NAME>{...}</NAME>): a trailer with the name's slot
+        close1 = named.group(1)
+        trailer = close1.replace(NAME1, "{name}")
+        z = z[named.end():]
+        if m is not None and m.lstrip(_WS).startswith(close1):
+            m = m.lstrip(_WS)[len(close1):]
+        f.fire(NAME_TRAILER, snippet=close1, text=f"{close1!r} after the arguments repeats the name: the call's "
+                                                  f"trailer {trailer!r}")
     if b2 is not None and NAME2 in b2:
         # the one-call render may lack the section close that the two-call render writes (a
         # template bug in DeepSeek R1 distills); the model writes it, so take it from there
         e2 = _args_end(b2, NAME2, relaxed)
         z2 = b2[e2:] if e2 > 0 else ""
         if trailer:
-            z2 = re.sub(r"^\s*```", "", z2)
+            z2 = z2.lstrip(_WS)
+            t2 = trailer.strip(_WS).replace("{name}", NAME2)
+            z2 = z2[len(t2):] if z2.startswith(t2) else z2
         if len(z2.strip(_WS)) > len(z.strip(_WS)) and z2.strip(_WS).startswith(z.strip(_WS)):
             f.fire(TWO_CALL_CLOSE, snippet=z2,
                    text=f"the one-call render ends without what the two-call render "

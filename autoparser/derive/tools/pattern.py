@@ -56,13 +56,17 @@ HEAD_LOOKAHEAD = Rule("tools.pattern_head_lookahead", "tools.markers",
                       "a call head too short to be a marker is where a call is tried, kept as the call's text")
 ENCODINGS_PROPOSED = Rule("tools.pattern_encodings", "tools.codec",
                           "the probe value's quoting narrows the value encodings: the search tests those left")
-RULES = (PATTERN, TYPE_SLOT, KEY_REPEATED, HEAD_TAIL, HEAD_CONSUMED, HEAD_LOOKAHEAD, NUMBERED, LINE_TAIL,
-         ENCODINGS_PROPOSED)
+INDENTED = Rule("tools.pattern_indented_block", "tools.codec",
+                "arguments that each open with a line break and the same indentation are an indented block")
+OPEN_ENDS = Rule("tools.pattern_open_ends_call", "tools.codec",
+                 "a call that nothing closes ends where the next call opens")
+RULES = (PATTERN, INDENTED, OPEN_ENDS, TYPE_SLOT, KEY_REPEATED, HEAD_TAIL, HEAD_CONSUMED, HEAD_LOOKAHEAD, NUMBERED,
+         LINE_TAIL, ENCODINGS_PROPOSED)
 
 # slot placeholders while aligning (private-use characters: no bracket or word meaning)
 _N, _K, _V, _T, _I = "\ue000", "\ue001", "\ue002", "\ue003", "\ue004"
 _SLOTS = {_N: "{name}", _K: "{key}", _V: "{value}", _T: "{type}", _I: "{call_id}"}
-_FAMILIES = {'"': ("json", "python", "toml"), "'": ("python",), "": ("raw", "xml", "percent", "shell")}
+_FAMILIES = {'"': ("json", "python", "toml"), "'": ("python", "shell"), "": ("raw", "xml", "percent", "shell")}
 
 
 @dataclass(frozen=True)
@@ -169,6 +173,14 @@ def _read(s1: str, s2: str | None, b1: str, f: Findings, quote: str) -> list[tup
     p = common_suffix(_typed(h, words, 0), _typed(x, words, 1))
     r = common_prefix(_typed(x, words, 0).replace(KEY1, _K), _typed(t, words, 1).replace(KEY2, _K))
     len_r = _raw_len(r, words, 0, KEY1)
+    over = _raw_len(p, words, 1, KEY2) + len_r - len(x)
+    if over > 0 and re.fullmatch(r"\n[ \t]+", p[: over + 1] + p[over + 1:].split(_K, 1)[0].split(_T, 1)[0]) \
+            and not r[len(r) - over:].strip(_WS):
+        # a line break and an indentation both open the argument (an indented block of 'key: value'
+        # lines): the open keeps the shared line break, so a line with less indentation ends the block
+        r = r[: len(r) - over]
+        len_r -= over
+        g.fire(INDENTED, snippet=p, text=f"arguments are lines indented by {len(p) - 1} columns")
     while p and _raw_len(p, words, 1, KEY2) + len_r > len(x):
         p = p[1:]  # overlapping: the close keeps the shared text
     sep = x[len_r: len(x) - _raw_len(p, words, 1, KEY2)]
@@ -252,6 +264,12 @@ def _read(s1: str, s2: str | None, b1: str, f: Findings, quote: str) -> list[tup
         gg.fire(PATTERN, conf=0.9, snippet=b1[c.name:c.v2[1] + 20],
                 text=f"call {call_text!r}, argument {arg!r}, separator {sep!r}, values {enc}")
         spec = _head_as_marker(tool_spec(dict(mk), CodecSpec(kind="pattern", pattern=pat), gg), gg)
+        if spec.call_open and not spec.call_close and spec.codec.pattern is not None:
+            # nothing closes a call: the next call's opener ends it (outside a value)
+            spec = replace(spec, codec=replace(spec.codec, pattern=replace(
+                spec.codec.pattern, ends=tuple(dict.fromkeys((*spec.codec.pattern.ends, *spec.call_open))))))
+            gg.fire(OPEN_ENDS, snippet=spec.call_open[0],
+                    text=f"nothing closes a call: {spec.call_open[0]!r}, which opens the next, ends it")
         out.append((f"pattern/{enc}", spec, gg))
     return out
 
