@@ -103,7 +103,8 @@ class CodecSpec:
       ``json``       a JSON object per call (``name_keys`` / ``args_keys`` / ``id_keys``, an optional
                      nested ``function_key`` object, ``array`` wrapping, ``name_as_key``).
       ``name_json``  ``header`` (a pattern with ``{name}`` or ``{id}``) then a JSON (or relaxed,
-                     Gemma-style) object, then the optional ``trailer``.
+                     Gemma-style; or ``python``: JSON or a Python dict literal) object, then the
+                     optional ``trailer`` (which may repeat the ``{name}``).
       ``tagged``     ``header`` with ``{name}``; parameters written with ``param``, a pattern with
                      ``{key}``, ``{value}`` and optionally ``{string}`` (DSML's string="true"); the
                      call ends at ``trailer``. Values are typed by the tool schema.
@@ -129,7 +130,7 @@ class CodecSpec:
     trailer: str = ""
     id_name_prefix: str = ""
     id_name_suffix: str = ""
-    flavor: Literal["json", "relaxed"] = "json"
+    flavor: Literal["json", "relaxed", "python"] = "json"
     string_delims: tuple[tuple[str, str], ...] = ()
     param: str = ""
     string_true: str = "true"

@@ -874,7 +874,7 @@ class NameJsonBody(Body):
                     return "more", i
                 if text[i] != "{":
                     return self._reject(f"arguments start with {text[i]!r}", i)
-                fast = _decode_complete(text, i) if s.flavor == "json" else None
+                fast = _decode_complete(text, i) if s.flavor != "relaxed" else None
                 if fast is not None and isinstance(fast[0], dict):
                     self.calls = [ParsedCall(self.name or "", fast[0], self.cid)]
                     self.phase = "trailer"
@@ -882,10 +882,15 @@ class NameJsonBody(Body):
                 if s.flavor == "relaxed":
                     strings: tuple[tuple[str, str, bool], ...] = (
                         *((a, b, False) for a, b in s.string_delims), ('"', '"', True))
+                elif s.flavor == "python":
+                    strings = (('"', '"', True), ("'", "'", True))
                 else:
                     strings = (('"', '"', True),)
                 self.scanner = BalancedScanner("{[", strings, self.stops)
-                if self.streaming:
+                if self.streaming and s.flavor == "python":
+                    # a Python literal is sent once complete (as JSON); the name streams at once
+                    self.call_name, self.call_id = self.name, self.cid
+                elif self.streaming:
                     self.argstream = (RelaxedArgStream(s.string_delims) if s.flavor == "relaxed"
                                       else JsonArgStream(whole_call=False))
                     self.call_name, self.call_id = self.name, self.cid
@@ -906,6 +911,8 @@ class NameJsonBody(Body):
             try:
                 if s.flavor == "relaxed":
                     args = values.parse_relaxed_object(raw, s.string_delims)
+                elif s.flavor == "python":
+                    args = values.parse_python_literal(raw)
                 else:
                     args = json.loads(raw)
             except ValueError as e:

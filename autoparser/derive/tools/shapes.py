@@ -12,14 +12,14 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from ...profile import ToolSpec
+from ...profile import Profile, ToolSpec
 from ..extract import Findings, find_content
 from ..probes import ARGS1, ARGS2, NAME1, NAME2, VAL1, CallShape, Prober, call, tools_for
 from ..reasoning import find_reasoning
 from ..rules import Rule
 from .blocks import after_reasoning, call_block, empty_content_wrapper
 from .proposals import propose
-from .search import choose
+from .search import choose, samples, score
 
 __all__ = ["RULES", "find_tools"]
 
@@ -46,7 +46,10 @@ SHAPE_UNREAD = Rule("tools.shape_unread", "tools",
 
 ID_FOR_NAME = Rule("tools.id_for_name", "tools.codec",
                    "with ids equal to the names, where the name shows the template wrote the id: an id slot")
-RULES = (FLAT_LIST, NAMELESS, UNEXPLAINED, NO_CALLS, PY_DICT, SHAPE_UNREAD, ID_FOR_NAME)
+PY_LITERAL = Rule("tools.python_literal_arguments", "tools.codec",
+                  "arguments a template prints as JSON from a string and as a Python dict from a mapping are "
+                  "read either way, when the dict renders parse back too")
+RULES = (FLAT_LIST, NAMELESS, UNEXPLAINED, NO_CALLS, PY_DICT, PY_LITERAL, SHAPE_UNREAD, ID_FOR_NAME)
 
 
 def find_tools(pr: Prober, f: Findings) -> None:
@@ -103,6 +106,7 @@ def find_tools(pr: Prober, f: Findings) -> None:
 
 def _first_rendering(pr: Prober, f: Findings, attempts: list[CallShape], tools: list[dict[str, Any]]) -> bool:
     """Try the call shapes in order; the first whose renders a codec explains sets ``f.tools``."""
+    py_shape: CallShape | None = None  # the first shape whose renders print a Python dict
     for a in attempts:
         pr.permissive = a.permissive
         kw = a.context()
@@ -114,6 +118,7 @@ def _first_rendering(pr: Prober, f: Findings, attempts: list[CallShape], tools: 
             # arguments printed as a Python dict (str() of a mapping): an artefact of how the template
             # was called, not the model's format; the string-arguments shape shows the real one
             f.fire(PY_DICT, snippet=p1.span, text=f"with {a.label} the template prints the arguments as a Python dict")
+            py_shape = py_shape or a
             continue
         p2 = pr.turn(f"2 calls ({a.label})", a.message([a.call(NAME1, ARGS1, 1), a.call(NAME2, ARGS2, 2)]),
                      tools=tools, **kw)
@@ -135,6 +140,8 @@ def _first_rendering(pr: Prober, f: Findings, attempts: list[CallShape], tools: 
         won = choose(pr, f, a, proposals, b1)
         f.adopt(won.findings)
         spec = won.spec
+        if py_shape is not None:
+            spec = _python_literals(pr, f, spec, py_shape)
         f.tools = spec
         f.call_shape = a
         if a.documents:
@@ -146,6 +153,23 @@ def _first_rendering(pr: Prober, f: Findings, attempts: list[CallShape], tools: 
                            context=kw)
         return True
     return False
+
+
+def _python_literals(pr: Prober, f: Findings, spec: ToolSpec, py_shape: CallShape) -> ToolSpec:
+    """A name-then-JSON reading whose arguments the template prints as a Python dict when they are
+    a mapping: the ``python`` flavor (JSON or a Python literal), if it parses those renders back."""
+    c = spec.codec
+    if c.kind != "name_json" or c.flavor != "json":
+        return spec
+    variant = replace(spec, codec=replace(c, flavor="python"))
+    turns = samples(pr, py_shape, (), n=4, seed=7)
+    got = score(Profile(reasoning=f.reasoning, strip=tuple(f.strip), tools=variant), turns)[0] if turns else 0
+    if not turns or got < len(turns):
+        return spec
+    f.fire(PY_LITERAL, snippet=turns[0].span,
+           text=f"with {py_shape.label} the arguments print as a Python dict; read as JSON or a Python literal, "
+                f"{got}/{len(turns)} such random call turns parse back")
+    return variant
 
 
 def _id_for_name(spec: ToolSpec, f: Findings) -> ToolSpec | None:
