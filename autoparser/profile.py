@@ -103,7 +103,8 @@ class CodecSpec:
       ``json``       a JSON object per call (``name_keys`` / ``args_keys`` / ``id_keys``, an optional
                      nested ``function_key`` object, ``array`` wrapping, ``name_as_key``).
       ``name_json``  ``header`` (a pattern with ``{name}`` or ``{id}``) then a JSON (or relaxed,
-                     Gemma-style; or ``python``: JSON or a Python dict literal) object, then the
+                     Gemma-style, its separators ``relaxed_seps``; or ``python``: JSON or a Python
+                     dict literal) object, then the
                      optional ``trailer`` (which may repeat the ``{name}``).
       ``tagged``     ``header`` with ``{name}``; parameters written with ``param``, a pattern with
                      ``{key}``, ``{value}`` and optionally ``{string}`` (DSML's string="true"); the
@@ -132,6 +133,8 @@ class CodecSpec:
     id_name_suffix: str = ""
     flavor: Literal["json", "relaxed", "python"] = "json"
     string_delims: tuple[tuple[str, str], ...] = ()
+    #: a relaxed object's key/value separator and member separator (``{city=«Paris»; days=3}``)
+    relaxed_seps: tuple[str, str] = (":", ",")
     param: str = ""
     string_true: str = "true"
     pattern: PatternSpec | None = None
@@ -541,6 +544,10 @@ def _check_semantics(p: Profile) -> None:
         for i, (a, b) in enumerate(c.string_delims):
             if not a or not b:
                 raise ProfileError(f"tools.codec.string_delims[{i}]", "delimiters must not be empty")
+        if len(c.relaxed_seps) != 2 or not all(c.relaxed_seps) or c.relaxed_seps[0] == c.relaxed_seps[1] or any(
+                ch.isspace() or ch in "{}[]\"" for sep in c.relaxed_seps for ch in sep):
+            raise ProfileError("tools.codec.relaxed_seps", "two different separators, without whitespace, "
+                                                           "brackets or quotes")
 
 
 _CALL_SLOTS = ("{name}", "{call_id}", "{index}", "{args}")

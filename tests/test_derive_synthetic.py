@@ -134,7 +134,7 @@ REQUIRED_SHAPES = (
     "caller's call id where the name would be", "JSON arguments written as a string",
     "pythonic keyword calls in a wrapper", "flat tool list", "reasoning variations",
     "a close that repeats the tool's name", "shell-quoted strings, other values as JSON",
-    "arguments printed as a Python dict",
+    "arguments printed as a Python dict", "custom string delimiters and separators",
 )
 
 
@@ -215,6 +215,8 @@ def _shape_holds(shape: str, name: str) -> bool:
         "header prefix is the only opener": lambda: ex.split("get_weather")[0].strip() != "",
         "a close that repeats the tool's name": lambda: re.search(r"</[^<>]*get_weather>", ex) is not None,
         "arguments printed as a Python dict": lambda: "{'city': 'Paris', 'days': 3}" in ex,
+        "custom string delimiters and separators": lambda: "Paris" in ex and not re.search(r"[\"']Paris", ex)
+                                                            and re.search(r"city\W+Paris", ex) is not None,
         "shell-quoted strings, other values as JSON": lambda: "'Paris'" in ex and re.search(r"\s3\b", ex) is not None,
     }
     return checks.get(shape, lambda: True)()

@@ -891,7 +891,7 @@ class NameJsonBody(Body):
                     # a Python literal is sent once complete (as JSON); the name streams at once
                     self.call_name, self.call_id = self.name, self.cid
                 elif self.streaming:
-                    self.argstream = (RelaxedArgStream(s.string_delims) if s.flavor == "relaxed"
+                    self.argstream = (RelaxedArgStream(s.string_delims, s.relaxed_seps) if s.flavor == "relaxed"
                                       else JsonArgStream(whole_call=False))
                     self.call_name, self.call_id = self.name, self.cid
                 pos = i
@@ -910,7 +910,7 @@ class NameJsonBody(Body):
             args: Any
             try:
                 if s.flavor == "relaxed":
-                    args = values.parse_relaxed_object(raw, s.string_delims)
+                    args = values.parse_relaxed_object(raw, s.string_delims, s.relaxed_seps)
                 elif s.flavor == "python":
                     args = values.parse_python_literal(raw)
                 else:

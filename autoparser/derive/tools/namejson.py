@@ -5,10 +5,11 @@ from __future__ import annotations
 import os
 import re
 
+from ...engine.values import parse_relaxed_object
 from ...profile import CodecSpec, ToolSpec
 from ..extract import Findings
 from ..induce import SLOT, slotted
-from ..probes import KEY1, NAME1, NAME2, VAL1, call_id
+from ..probes import INT1, KEY1, KEY2, NAME1, NAME2, VAL1, VAL2, call_id
 from ..rules import Rule
 from .jsoncalls import balanced_end, json_at
 from .layout import markers, tool_spec
@@ -42,11 +43,12 @@ def read_name_json(b1: str, b2: str | None, f: Findings) -> ToolSpec | None:
         return None
     got = json_at(b1, k)
     relaxed: tuple[tuple[str, str], ...] = ()
+    seps = (":", ",")
     if got is None or not isinstance(got[0], dict) or got[0].get(KEY1) != VAL1:
-        relaxed_found = _relaxed_delims(b1, k)
+        relaxed_found = _relaxed_delims(b1, k, b2)
         if relaxed_found is None:
             return None
-        relaxed, end = relaxed_found
+        relaxed, seps, end = relaxed_found
     else:
         end = got[1]
     between = b1[n + len(NAME1):k]
@@ -123,10 +125,12 @@ def read_name_json(b1: str, b2: str | None, f: Findings) -> ToolSpec | None:
                        text=f"calls are numbered in the header ({d1!r}, {d2!r}): the id "
                             f"{mk['header_prefix']}NAME{cp}N carries the name")
     codec = CodecSpec(kind="name_json", header=header, trailer=trailer,
-                      flavor="relaxed" if relaxed else "json", string_delims=relaxed,
+                      flavor="relaxed" if relaxed else "json", string_delims=relaxed, relaxed_seps=seps,
                       id_name_prefix=id_prefix, id_name_suffix=id_suffix)
     f.fire(NAME_JSON, conf=0.9, snippet=b1[n:end],
-           text=f"name then {'relaxed ' if relaxed else ''}JSON arguments: header {header!r}")
+           text=f"name then {'relaxed ' if relaxed else ''}JSON arguments: header {header!r}"
+                + (f", strings {relaxed[0][0]}...{relaxed[0][1]}, separators {seps[0]!r} {seps[1]!r}"
+                   if relaxed else ""))
     return tool_spec(mk, codec, f)
 
 
@@ -144,27 +148,61 @@ def _brace(s: str, start: int) -> int:
     return k
 
 
-def _relaxed_delims(s: str, k: int) -> tuple[tuple[tuple[str, str], ...], int] | None:
-    """Gemma-style ``{key:<delim>value<delim>}``: find the delimiters around the string value."""
-    m = re.match(r"\{\s*" + re.escape(KEY1) + r"\s*:", s[k:])
-    if m is None:
+def _relaxed_delims(s: str, k: int, s2: str | None = None
+                    ) -> tuple[tuple[tuple[str, str], ...], tuple[str, str], int] | None:
+    """A relaxed object ``{key<kv><delim>value<delim><sep>key2<kv>7}`` at ``s[k]``: the string
+    delimiters around the string value (Gemma's ``<|"|>``), the key/value separator (what stands
+    between the second key and its integer) and the member separator (what is left between the
+    string value's closing delimiter and the second key). The closing delimiter is the one the
+    one-argument call ``s2`` writes before its ``}``, else the opening one again, else its mirror."""
+    m = re.match(r"\{\s*" + re.escape(KEY1) + r"\s*", s[k:])
+    k2 = s.find(KEY2, k)
+    if m is None or k2 < 0:
         return None
-    v = s.find(VAL1, k + m.end())
+    mi = re.compile(r"\s*(\S{1,3}?)\s*" + str(INT1) + r"(?![\w.])").match(s, k2 + len(KEY2))
+    kv = mi.group(1) if mi is not None else ":"
+    at = k + m.end()
+    if not s.startswith(kv, at):
+        return None
+    at += len(kv)
+    v = s.find(VAL1, at, k2)
     if v < 0:
         return None
-    d_open = s[k + m.end():v]
-    after = s[v + len(VAL1):]
-    cut = re.search(r"[,}]", after)
-    if cut is None or not d_open:
+    d_open = s[at:v].strip(_WS)
+    mid = s[v + len(VAL1):k2].strip(_WS)  # the closing delimiter, then the member separator
+    if not d_open or d_open == '"' or not mid:
         return None
-    d_close = after[:cut.start()]
-    if not d_close or d_open == '"':
+    d_close = ""
+    if s2 is not None:
+        found = re.search(re.escape(VAL2) + r"(.*?)\s*\}", s2, re.S)
+        d_close = found.group(1).strip(_WS) if found is not None else ""
+    for cand in (d_close, d_open, _mirror(d_open)):
+        if cand and mid.startswith(cand) and len(mid) > len(cand):
+            d_close = cand
+            break
+    else:
         return None
+    seps = (kv, mid[len(d_close):].strip(_WS))
     delims = ((d_open, d_close),)
     end = _relaxed_end(s, k, delims)
-    if end < 0:
+    if end < 0 or seps[0] == seps[1]:
         return None
-    return delims, end
+    try:
+        got = parse_relaxed_object(s[k:end], delims, seps)
+    except ValueError:
+        return None
+    # (some templates delimit every value, the integer too: its text is what counts)
+    ok = isinstance(got, dict) and set(got) == {KEY1, KEY2} and got[KEY1] == VAL1 and str(got[KEY2]) == str(INT1)
+    return (delims, seps, end) if ok else None
+
+
+def _mirror(text: str) -> str:
+    """``text`` read backwards with each bracket turned round (``‹‹`` -> ``››``, ``<<`` -> ``>>``)."""
+    return "".join(_PAIRS.get(ch, ch) for ch in reversed(text))
+
+
+_OPENS, _CLOSES = "<([{‹«⟪⟦「【", ">)]}›»⟫⟧」】"
+_PAIRS = {**dict(zip(_OPENS, _CLOSES, strict=True)), **dict(zip(_CLOSES, _OPENS, strict=True))}
 
 
 def _relaxed_end(s: str, k: int, delims: tuple[tuple[str, str], ...]) -> int:
