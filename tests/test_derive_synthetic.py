@@ -215,6 +215,8 @@ def _shape_holds(shape: str, name: str) -> bool:
         "header prefix is the only opener": lambda: ex.split("get_weather")[0].strip() != "",
         "a close that repeats the tool's name": lambda: re.search(r"</[^<>]*get_weather>", ex) is not None,
         "arguments printed as a Python dict": lambda: "{'city': 'Paris', 'days': 3}" in ex,
+        "each call its own message after the content's":
+            lambda: ex.startswith(" -> get_weather}}{"),
         "custom string delimiters and separators": lambda: "Paris" in ex and not re.search(r"[\"']Paris", ex)
                                                             and re.search(r"city\W+Paris", ex) is not None,
         "shell-quoted strings, other values as JSON": lambda: "'Paris'" in ex and re.search(r"\s3\b", ex) is not None,

@@ -14,7 +14,8 @@ from typing import Any
 
 from ...profile import Profile, ToolSpec
 from ..extract import Findings, find_content
-from ..probes import ARGS1, ARGS2, NAME1, NAME2, VAL1, CallShape, Prober, call, tools_for
+from ..markup import marker_tokens
+from ..probes import ARGS1, ARGS2, CONTENT, NAME1, NAME2, VAL1, CallShape, Prober, call, tools_for
 from ..reasoning import find_reasoning
 from ..rules import Rule
 from .blocks import after_reasoning, call_block, empty_content_wrapper
@@ -49,7 +50,10 @@ ID_FOR_NAME = Rule("tools.id_for_name", "tools.codec",
 PY_LITERAL = Rule("tools.python_literal_arguments", "tools.codec",
                   "arguments a template prints as JSON from a string and as a Python dict from a mapping are "
                   "read either way, when the dict renders parse back too")
-RULES = (FLAT_LIST, NAMELESS, UNEXPLAINED, NO_CALLS, PY_DICT, PY_LITERAL, SHAPE_UNREAD, ID_FOR_NAME)
+NEW_MESSAGE = Rule("end_of_turn.new_message_header", "end_of_turn",
+                   "a message header written again between a call turn's content and its calls starts a new "
+                   "message: strip it")
+RULES = (FLAT_LIST, NAMELESS, UNEXPLAINED, NO_CALLS, PY_DICT, PY_LITERAL, NEW_MESSAGE, SHAPE_UNREAD, ID_FOR_NAME)
 
 
 def find_tools(pr: Prober, f: Findings) -> None:
@@ -142,6 +146,7 @@ def _first_rendering(pr: Prober, f: Findings, attempts: list[CallShape], tools: 
         spec = won.spec
         if py_shape is not None:
             spec = _python_literals(pr, f, spec, py_shape)
+        _new_message_header(pr, f, a, spec, tools, kw)
         f.tools = spec
         f.call_shape = a
         if a.documents:
@@ -153,6 +158,36 @@ def _first_rendering(pr: Prober, f: Findings, attempts: list[CallShape], tools: 
                            context=kw)
         return True
     return False
+
+
+def _new_message_header(pr: Prober, f: Findings, a: CallShape, spec: ToolSpec, tools: list[dict[str, Any]],
+                        kw: dict[str, Any]) -> None:
+    """A call turn with content written as messages (``CONTENT<end>`` then ``<header> to=NAME...``,
+    one per call): between the content and the first call stand the end of turn and the message
+    header again. Marker tokens there that are neither stripped nor call markers, and that the
+    separator between two calls ends with, start a new message and are stripped."""
+    if a.content is None or not spec.separators or not (spec.call_open or spec.section_open):
+        return  # (a message per call shows as a separator between two calls)
+    p = pr.turn(f"1 call with content, message header ({a.label})",
+                {**a.message([a.call(NAME1, ARGS1, 1)]), "content": CONTENT}, tools=tools, **kw)
+    f.probes.append(p)
+    if p.span is None or CONTENT not in p.span or NAME1 not in p.span:
+        return
+    start = p.span.index(CONTENT) + len(CONTENT)
+    n = p.span.find(NAME1, start)
+    opens = [k for m in (*spec.section_open, *spec.call_open) if (k := p.span.rfind(m, start, n)) >= 0]
+    if not opens:
+        return
+    gap = p.span[start:min(opens)]
+    # where the template starts each message: what it writes between two calls
+    heads = list(spec.separators)
+    toks = [t for t in marker_tokens(gap) if t not in f.strip]
+    if not toks or not all(len(t) > 1 and not t.isalnum() and any(h.endswith(t) for h in heads if h)
+                           for t in toks):
+        return
+    f.fire(NEW_MESSAGE, snippet=gap, text=f"{' '.join(toks)!r}, which starts each message, follows the content "
+                                         "of a call turn before its calls: a new message's header, stripped")
+    f.strip.extend(toks)
 
 
 def _python_literals(pr: Prober, f: Findings, spec: ToolSpec, py_shape: CallShape) -> ToolSpec:
