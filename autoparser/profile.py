@@ -75,7 +75,9 @@ class PatternSpec:
     ``call`` is the call's text with slots ``{name}``, ``{call_id}``, ``{index}`` (the call's
     number, not kept) and at most one ``{args}``, where the arguments are written one after the
     other, each as ``arg`` (slots ``{key}``, ``{value}``, optionally ``{type}``), with ``arg_sep``
-    between two. Every slot ends where the literal text after it begins; a value ends as its
+    between two. An ``arg`` without ``{key}`` is positional: the n-th value is the tool's n-th
+    parameter (in its schema's order; a call to a tool the request does not list is not read).
+    Every slot ends where the literal text after it begins; a value ends as its
     ``value`` encoding says: ``json`` / ``python`` / ``toml`` values end where the literal ends
     (strings quoted and escaped), ``shell`` values where the shell word ends (``shlex``), and
     ``raw`` / ``xml`` / ``percent`` values are text up to the literal after them (unescaped by
@@ -573,9 +575,12 @@ def _check_pattern(pat: PatternSpec | None) -> None:
     if "{name}" not in pat.call:
         raise ProfileError(f"{path}.call", "must contain {name}")
     if "{args}" in pat.call:
-        if "{key}" not in pat.arg or "{value}" not in pat.arg:
-            raise ProfileError(f"{path}.arg", "must contain {key} and {value}")
-        if pat.arg.index("{key}") > pat.arg.index("{value}"):
+        if "{value}" not in pat.arg:
+            raise ProfileError(f"{path}.arg", "must contain {value}")
+        if "{key}" not in pat.arg and (not pat.arg_sep.strip() or pat.value not in ("json", "python", "toml")):
+            raise ProfileError(f"{path}.arg", "positional arguments (no {key}) need a separator and values "
+                                              "that end by themselves (json, python, toml)")
+        if "{key}" in pat.arg and pat.arg.index("{key}") > pat.arg.index("{value}"):
             raise ProfileError(f"{path}.arg", "{key} must come before {value}")
     elif pat.arg or pat.arg_sep:
         raise ProfileError(f"{path}.arg", "arguments need an {args} slot in the call")

@@ -135,6 +135,7 @@ REQUIRED_SHAPES = (
     "pythonic keyword calls in a wrapper", "flat tool list", "reasoning variations",
     "a close that repeats the tool's name", "shell-quoted strings, other values as JSON",
     "arguments printed as a Python dict", "custom string delimiters and separators",
+    "values without their keys (positional)",
 )
 
 
@@ -215,6 +216,7 @@ def _shape_holds(shape: str, name: str) -> bool:
         "header prefix is the only opener": lambda: ex.split("get_weather")[0].strip() != "",
         "a close that repeats the tool's name": lambda: re.search(r"</[^<>]*get_weather>", ex) is not None,
         "arguments printed as a Python dict": lambda: "{'city': 'Paris', 'days': 3}" in ex,
+        "values without their keys (positional)": lambda: '"Paris"' in ex and "city" not in ex,
         "each call its own message after the content's":
             lambda: ex.startswith(" -> get_weather}}{"),
         "custom string delimiters and separators": lambda: "Paris" in ex and not re.search(r"[\"']Paris", ex)

@@ -134,6 +134,7 @@ class _Program:
     lead_ws: str                   # whitespace the pattern puts before a value (trimmed once)
     trail_ws: str                  # ... and after it
     tail_text: bool                # the call's tail has more than whitespace
+    keyed: bool = True             # the arguments name their keys (else: positional, by the schema)
 
 
 @lru_cache(maxsize=128)
@@ -153,7 +154,8 @@ def _program(pat: PatternSpec) -> _Program:
     sep = _lit(pat.arg_sep) if pat.arg_sep else None
     lead = a_head_text[len(a_head_text.rstrip(_WS)):] if raw else ""
     trail = a_rest_text[: len(a_rest_text) - len(a_rest_text.lstrip(_WS))] if raw else ""
-    return _Program(head, arg_head, arg_rest, sep, tail, has_args, lead, trail, bool(tail_text.strip(_WS)))
+    return _Program(head, arg_head, arg_rest, sep, tail, has_args, lead, trail, bool(tail_text.strip(_WS)),
+                    "{key}" in pat.arg or not has_args)
 
 
 def _first_lit(items: tuple[_Item, ...]) -> _Lit | bool | None:
@@ -616,6 +618,9 @@ class PatternBody(Body):
         name = got.get("name", "")
         if (self.known_only and name not in self.schemas) or len(name) > _MAX_SLOT:
             return self._reject(f"not a tool name: {name[:40]!r}", i)
+        if prog.has_args and not prog.keyed and name not in self.schemas:
+            # positional values name no keys: only a listed tool's parameters say which is which
+            return self._reject(f"positional arguments of a tool the request does not list: {name[:40]!r}", i)
         self.slots = got
         if self.streaming:
             self.call_name = name
@@ -649,6 +654,14 @@ class PatternBody(Body):
         if j == _MORE:
             return "more", i
         if j >= 0:
+            if not prog.keyed:
+                # positional: the n-th value is the tool's n-th parameter
+                props = (self.schemas.get(self.slots.get("name", "")) or {}).get("properties")
+                keys = list(props) if isinstance(props, Mapping) else []
+                if len(self.args) >= len(keys):
+                    return self._reject(f"positional argument {len(self.args) + 1} has no parameter in the tool's "
+                                        "schema", i)
+                got["key"] = keys[len(self.args)]
             self._start_value(got)
             return "go", j
         if prog.tail:

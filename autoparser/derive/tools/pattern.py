@@ -60,8 +60,10 @@ INDENTED = Rule("tools.pattern_indented_block", "tools.codec",
                 "arguments that each open with a line break and the same indentation are an indented block")
 OPEN_ENDS = Rule("tools.pattern_open_ends_call", "tools.codec",
                  "a call that nothing closes ends where the next call opens")
-RULES = (PATTERN, INDENTED, OPEN_ENDS, TYPE_SLOT, KEY_REPEATED, HEAD_TAIL, HEAD_CONSUMED, HEAD_LOOKAHEAD, NUMBERED,
-         LINE_TAIL, ENCODINGS_PROPOSED)
+POSITIONAL = Rule("tools.pattern_positional", "tools.codec",
+                  "values written without their keys are the tool's parameters in the schema's order")
+RULES = (PATTERN, POSITIONAL, INDENTED, OPEN_ENDS, TYPE_SLOT, KEY_REPEATED, HEAD_TAIL, HEAD_CONSUMED,
+         HEAD_LOOKAHEAD, NUMBERED, LINE_TAIL, ENCODINGS_PROPOSED)
 
 # slot placeholders while aligning (private-use characters: no bracket or word meaning)
 _N, _K, _V, _T, _I = "\ue000", "\ue001", "\ue002", "\ue003", "\ue004"
@@ -140,8 +142,60 @@ def read_patterns(b1: str, b2: str | None, f: Findings) -> list[tuple[str, ToolS
     s1 = slotted(b1, ids).replace("{call_id}", _I)
     s2 = slotted(slotted(b2, ids), {"call_id": call_id(2)}).replace("{call_id}", _I) if b2 else None
     quote = next((q for q in ('"', "'") if q + VAL1 + q in s1), "")
+    if quote and KEY1 not in s1 and KEY2 not in s1:
+        return _read_positional(s1, s2, b1, f, quote)
     out = _read(s1, s2, b1, f, quote)
     return out + _read(s1, s2, b1, f, "") if quote else out
+
+
+def _read_positional(s1: str, s2: str | None, b1: str, f: Findings, quote: str
+                     ) -> list[tuple[str, ToolSpec, Findings]]:
+    """Values without their keys (``NAME("v", 7)``): the string and the integer are two instances
+    of one argument template ``P {value} R`` with the separator between them, as in ``_read``; the
+    n-th value is the tool's n-th parameter. Only literal encodings (values that end by
+    themselves) can be told apart without keys."""
+    n = s1.find(NAME1)
+    v1 = s1.find(quote + VAL1 + quote, n) if n >= 0 else -1
+    if v1 < 0:
+        return []
+    v1e = v1 + len(VAL1) + 2 * len(quote)
+    m = re.compile(r"(?<![\w.])" + str(INT1) + r"(?![\w.])").search(s1, v1e)
+    if m is None:
+        return []
+    h, x, t = s1[n + len(NAME1):v1], s1[v1e:m.start()], s1[m.end():]
+    p, r = common_suffix(h, x), common_prefix(x, t)
+    while p and len(p) + len(r) > len(x):
+        p = p[1:]
+    sep = x[len(r): len(x) - len(p)]
+    if not sep.strip(_WS) or any(w in sep for w in (NAME1, NAME2, VAL1)):
+        return []
+    head = h[: len(h) - len(p)]
+    marker_text, header_prefix = _split_head(s1[:n])
+    z = t[len(r):]
+    mm: str | None = None
+    if s2 is not None:
+        e1 = s2.find(quote + VAL1 + quote)
+        k2 = s2.find(NAME2)
+        m1 = re.compile(r"(?<![\w.])" + str(INT1) + r"(?![\w.])").search(s2, e1) if e1 >= 0 else None
+        if m1 is not None and 0 <= m1.end() + len(r) <= k2:
+            mm = _split_head(s2[m1.end() + len(r):k2])[0]
+    call_text = header_prefix + "{name}" + head + "{args}"
+    arg = p + "{value}" + r
+    if _I in call_text or any(w in call_text + arg for w in (NAME1, NAME2, KEY1, KEY2, VAL1, VAL2)):
+        return []
+    g = f.fork()
+    mk = markers(marker_text, z, mm, g, name_in_header=False)
+    ends = tuple(t for t in f.strip if t.strip(_WS) and t in f.content_post)
+    out = []
+    for enc in ("json", "python", "toml") if quote == '"' else ("python",):
+        gg = g.fork()
+        pat = PatternSpec(call=call_text, arg=arg, arg_sep=sep, value=enc, ends=ends)
+        gg.fire(POSITIONAL, conf=0.8, snippet=b1[max(0, n):m.end() + 20],
+                text=f"values without keys: call {call_text!r}, argument {arg!r}, separator {sep!r}, values {enc}; "
+                     "the n-th value is the tool's n-th parameter")
+        spec = _head_as_marker(tool_spec(dict(mk), CodecSpec(kind="pattern", pattern=pat), gg), gg)
+        out.append((f"pattern/positional/{enc}", spec, gg))
+    return out
 
 
 def _read(s1: str, s2: str | None, b1: str, f: Findings, quote: str) -> list[tuple[str, ToolSpec, Findings]]:
