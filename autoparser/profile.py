@@ -103,7 +103,8 @@ class CodecSpec:
 
     kinds:
       ``json``       a JSON object per call (``name_keys`` / ``args_keys`` / ``id_keys``, an optional
-                     nested ``function_key`` object, ``array`` wrapping, ``name_as_key``).
+                     nested ``function_key`` object, ``array`` wrapping, ``name_as_key``); with
+                     ``flavor="python"`` JSON or a Python literal (a template that prints a mapping).
       ``name_json``  ``header`` (a pattern with ``{name}`` or ``{id}``) then a JSON (or relaxed,
                      Gemma-style, its separators ``relaxed_seps``; or ``python``: JSON or a Python
                      dict literal) object, then the
@@ -543,6 +544,10 @@ def _check_semantics(p: Profile) -> None:
             _check_pattern(c.pattern)
         elif c.pattern is not None:
             raise ProfileError("tools.codec.pattern", "only a 'pattern' codec has a pattern")
+        allowed = {"name_json": ("json", "relaxed", "python"), "json": ("json", "python")}.get(c.kind, ("json",))
+        if c.flavor not in allowed:
+            raise ProfileError("tools.codec.flavor", f"{c.flavor!r} is a flavor of the name_json codec"
+                               + (" (and 'python' of the json codec)" if c.flavor == "relaxed" else ""))
         for i, (a, b) in enumerate(c.string_delims):
             if not a or not b:
                 raise ProfileError(f"tools.codec.string_delims[{i}]", "delimiters must not be empty")

@@ -215,7 +215,7 @@ def _shape_holds(shape: str, name: str) -> bool:
         "pythonic keyword calls in a wrapper": lambda: 'get_weather(city="Paris", days=3)' in ex,
         "header prefix is the only opener": lambda: ex.split("get_weather")[0].strip() != "",
         "a close that repeats the tool's name": lambda: re.search(r"</[^<>]*get_weather>", ex) is not None,
-        "arguments printed as a Python dict": lambda: "{'city': 'Paris', 'days': 3}" in ex,
+        "arguments printed as a Python dict": lambda: "{'city': 'Paris', 'days': 3}" in ex,  # (any codec)
         "values without their keys (positional)": lambda: '"Paris"' in ex and "city" not in ex,
         "each call its own message after the content's":
             lambda: ex.startswith(" -> get_weather}}{"),

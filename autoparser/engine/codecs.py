@@ -463,6 +463,7 @@ class JsonBody(Body):
         self.scanner: BalancedScanner | None = None
         self.argstream: JsonArgStream | None = None
         self._stream_json = False
+        self._py_obj = False
         self._held: list[str] = []
         self._held_len = 0
         # the short-body phase (see ``_feed_short``): on until a character that can decide appears
@@ -532,7 +533,18 @@ class JsonBody(Body):
                 return "more", i
             first = text[i]
             arr = self.spec.array
-            if (first == "{" and arr != "require") or (first == "[" and arr != "never"):
+            opens = (first == "{" and arr != "require") or (first == "[" and arr != "never")
+            if opens and self.spec.flavor == "python":
+                # JSON or Python literals (a template that prints a mapping): read whole, sent once complete
+                fast = _decode_complete(text, i) if text.find("]" if first == "[" else "}", i) >= 0 else None
+                calls = self._calls_from(fast[0]) if fast is not None else None
+                if fast is not None and calls is not None:
+                    self.calls = calls
+                    return "done", fast[1]
+                self.scanner = BalancedScanner("{[", (('"', '"', True), ("'", "'", True)), self.stops)
+                self._py_obj = self.streaming and first == "{"  # announced once its name is read
+                pos = i
+            elif (first == "{" and arr != "require") or (first == "[" and arr != "never"):
                 # the whole value may be here (it cannot be without a closing bracket): then the
                 # C decoder finds its end
                 fast = _decode_complete(text, i) if text.find("]" if first == "[" else "}", i) >= 0 else None
@@ -575,6 +587,9 @@ class JsonBody(Body):
             self.calllist.feed(text[pos:j], pos)
             self._sync_head()
         ast = self.argstream
+        if self._py_obj and self.call_name is None:
+            self._held.append(text[pos:j])
+            self._name_from_head()
         if ast is not None:
             ast.feed(text[pos:j])
         elif self._stream_json:
@@ -614,7 +629,7 @@ class JsonBody(Body):
         raw, repaired = bounded
         status: Literal["ok", "repaired"] = "repaired" if repaired else "ok"
         try:
-            value = json.loads(raw)
+            value = values.parse_python_literal(raw) if self.spec.flavor == "python" else json.loads(raw)
         except ValueError as e:
             return self._reject(f"call body is not valid JSON: {e}", j)
         calls = self._calls_from(value)

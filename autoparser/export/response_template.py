@@ -98,6 +98,8 @@ def _tool_field(p: Profile, t: ToolSpec, losses: list[str]) -> dict[str, Any]:
     losses.append("no recovery of truncated or unterminated calls (transformers raises or keeps text)")
     field: dict[str, Any] = {"repeats": True}
 
+    if c.kind == "json" and c.flavor == "python":
+        losses.append("arguments written as a Python dict literal are not read; only JSON is")
     if c.kind == "json":
         nk, ak = c.name_keys[0], c.args_keys[0]
         if c.name_as_key:

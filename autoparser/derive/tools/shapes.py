@@ -191,10 +191,11 @@ def _new_message_header(pr: Prober, f: Findings, a: CallShape, spec: ToolSpec, t
 
 
 def _python_literals(pr: Prober, f: Findings, spec: ToolSpec, py_shape: CallShape) -> ToolSpec:
-    """A name-then-JSON reading whose arguments the template prints as a Python dict when they are
-    a mapping: the ``python`` flavor (JSON or a Python literal), if it parses those renders back."""
+    """A JSON or name-then-JSON reading whose arguments the template prints as a Python dict when
+    they are a mapping: the ``python`` flavor (JSON or a Python literal), if it parses those
+    renders back."""
     c = spec.codec
-    if c.kind != "name_json" or c.flavor != "json":
+    if c.kind not in ("name_json", "json") or c.flavor != "json":
         return spec
     variant = replace(spec, codec=replace(c, flavor="python"))
     turns = samples(pr, py_shape, (), n=4, seed=7)
