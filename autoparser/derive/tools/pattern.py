@@ -32,7 +32,7 @@ from ..induce import number_slot, slotted
 from ..markup import common_prefix, common_suffix, split_open_header
 from ..probes import INT1, KEY1, KEY2, NAME1, NAME2, VAL1, VAL2, call_id
 from ..rules import Rule
-from .layout import markers, tool_spec
+from .layout import balanced_cut, markers, tool_spec
 
 __all__ = ["RULES", "read_patterns"]
 
@@ -62,7 +62,9 @@ OPEN_ENDS = Rule("tools.pattern_open_ends_call", "tools.codec",
                  "a call that nothing closes ends where the next call opens")
 POSITIONAL = Rule("tools.pattern_positional", "tools.codec",
                   "values written without their keys are the tool's parameters in the schema's order")
-RULES = (PATTERN, POSITIONAL, INDENTED, OPEN_ENDS, TYPE_SLOT, KEY_REPEATED, HEAD_TAIL, HEAD_CONSUMED,
+TAG_CUT = Rule("tools.pattern_tag_cut", "tools.codec",
+               "text that both closes an argument and opens the next is cut where the close's brackets balance")
+RULES = (PATTERN, POSITIONAL, INDENTED, OPEN_ENDS, TAG_CUT, TYPE_SLOT, KEY_REPEATED, HEAD_TAIL, HEAD_CONSUMED,
          HEAD_LOOKAHEAD, NUMBERED, LINE_TAIL, ENCODINGS_PROPOSED)
 
 # slot placeholders while aligning (private-use characters: no bracket or word meaning)
@@ -235,6 +237,16 @@ def _read(s1: str, s2: str | None, b1: str, f: Findings, quote: str) -> list[tup
         r = r[: len(r) - over]
         len_r -= over
         g.fire(INDENTED, snippet=p, text=f"arguments are lines indented by {len(p) - 1} columns")
+    if words is None and over > 0 and len(p) + len(r) > len(x.replace(KEY1, _K)):
+        # overlapping ('</k>\n<' both closes one argument and opens the next): cut between two
+        # tags, where the close's brackets balance
+        xk = x.replace(KEY1, _K)
+        k = balanced_cut(xk, len(xk) - len(p), len(r))
+        if k > 0 and xk[:k] == r[:k]:
+            r, p = xk[:k], xk[k:]
+            len_r = _raw_len(r, words, 0, KEY1)
+            g.fire(TAG_CUT, snippet=x,
+                   text=f"between two arguments {x!r}: the close {r.replace(_K, '{key}')!r}, the open {p!r}")
     while p and _raw_len(p, words, 1, KEY2) + len_r > len(x):
         p = p[1:]  # overlapping: the close keeps the shared text
     sep = x[len_r: len(x) - _raw_len(p, words, 1, KEY2)]
