@@ -34,7 +34,7 @@ from .literalstream import PythonicCallStream, RelaxedArgStream
 from .markers import Kind, MarkerSet, Match
 from .scanner import BalancedScanner
 
-__all__ = ["ArgSource", "Body", "JsonBody", "ParsedCall", "head_name", "make_body"]
+__all__ = ["XML_QUOTES", "ArgSource", "Body", "JsonBody", "ParsedCall", "head_name", "make_body"]
 
 Status = Literal["more", "done", "reject"]
 _WS = " \t\r\n"
@@ -788,6 +788,11 @@ class JsonBody(Body):
 
 # -- name then JSON ------------------------------------------------------------------------------
 
+#: the string quotes of JSON written XML-escaped (an attribute's value): escaped, or left as is
+XML_QUOTES: tuple[tuple[str, str, bool], ...] = (("&#34;", "&#34;", True), ("&quot;", "&quot;", True),
+                                                  ("&#x22;", "&#x22;", True), ('"', '"', True))
+
+
 class NameJsonBody(Body):
     """``header`` carrying the name (or an id the name is cut from), then an object, then ``trailer``."""
 
@@ -899,10 +904,12 @@ class NameJsonBody(Body):
                         *((a, b, False) for a, b in s.string_delims), ('"', '"', True))
                 elif s.flavor == "python":
                     strings = (('"', '"', True), ("'", "'", True))
+                elif s.flavor == "xml":
+                    strings = XML_QUOTES
                 else:
                     strings = (('"', '"', True),)
                 self.scanner = BalancedScanner("{[", strings, self.stops)
-                if self.streaming and s.flavor == "python":
+                if self.streaming and s.flavor in ("python", "xml"):
                     # a Python literal is sent once complete (as JSON); the name streams at once
                     self.call_name, self.call_id = self.name, self.cid
                 elif self.streaming:
@@ -928,6 +935,8 @@ class NameJsonBody(Body):
                     args = values.parse_relaxed_object(raw, s.string_delims, s.relaxed_seps)
                 elif s.flavor == "python":
                     args = values.parse_python_literal(raw)
+                elif s.flavor == "xml":
+                    args = json.loads(html.unescape(raw))
                 else:
                     args = json.loads(raw)
             except ValueError as e:

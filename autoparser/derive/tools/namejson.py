@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import html
+import json
 import os
 import re
 
+from ...engine.codecs import XML_QUOTES
 from ...engine.values import parse_relaxed_object
 from ...profile import CodecSpec, ToolSpec
 from ..extract import Findings
@@ -28,9 +31,11 @@ ID_BEFORE_NAME = Rule("tools.id_before_name", "tools.ids", "an id slot before th
 
 NUMBERED_IDS = Rule("tools.numbered_ids", "tools.ids",
                     "text after the name that differs between calls only by their number is an id holding the name")
+XML_JSON = Rule("tools.xml_escaped_json", "tools.codec",
+                "JSON arguments written XML-escaped (an attribute's value) are read unescaped")
 NAME_TRAILER = Rule("tools.name_in_trailer", "tools.codec",
                     "text right after the arguments that repeats the call's name closes that call ('</{name}>')")
-RULES = (TWO_CALL_CLOSE, NAME_JSON, ID_BEFORE_NAME, NUMBERED_IDS, NAME_TRAILER)
+RULES = (TWO_CALL_CLOSE, NAME_JSON, ID_BEFORE_NAME, NUMBERED_IDS, NAME_TRAILER, XML_JSON)
 
 
 def read_name_json(b1: str, b2: str | None, f: Findings) -> ToolSpec | None:
@@ -44,11 +49,18 @@ def read_name_json(b1: str, b2: str | None, f: Findings) -> ToolSpec | None:
     got = json_at(b1, k)
     relaxed: tuple[tuple[str, str], ...] = ()
     seps = (":", ",")
+    flavor = "json"
     if got is None or not isinstance(got[0], dict) or got[0].get(KEY1) != VAL1:
         relaxed_found = _relaxed_delims(b1, k, b2)
-        if relaxed_found is None:
+        escaped = _xml_json_end(b1, k) if relaxed_found is None else -1
+        if relaxed_found is not None:
+            relaxed, seps, end = relaxed_found
+            flavor = "relaxed"
+        elif escaped > 0:
+            end, flavor = escaped, "xml"
+            f.fire(XML_JSON, snippet=b1[k:end], text=f"the arguments are JSON written XML-escaped: {b1[k:end][:60]!r}")
+        else:
             return None
-        relaxed, seps, end = relaxed_found
     else:
         end = got[1]
     between = b1[n + len(NAME1):k]
@@ -59,7 +71,7 @@ def read_name_json(b1: str, b2: str | None, f: Findings) -> ToolSpec | None:
     m = None
     if b2 is not None and NAME2 in b2:
         n2 = b2.find(NAME2)
-        e1 = _args_end(b2, NAME1, relaxed)
+        e1 = _args_end(b2, NAME1, relaxed, flavor)
         if e1 > 0:
             m = b2[e1:n2]
     # a trailer such as a closing code fence belongs to the call, not to the markers
@@ -85,7 +97,7 @@ def read_name_json(b1: str, b2: str | None, f: Findings) -> ToolSpec | None:
     if b2 is not None and NAME2 in b2:
         # the one-call render may lack the section close that the two-call render writes (a
         # template bug in DeepSeek R1 distills); the model writes it, so take it from there
-        e2 = _args_end(b2, NAME2, relaxed)
+        e2 = _args_end(b2, NAME2, relaxed, flavor)
         z2 = b2[e2:] if e2 > 0 else ""
         if trailer:
             z2 = z2.lstrip(_WS)
@@ -125,7 +137,7 @@ def read_name_json(b1: str, b2: str | None, f: Findings) -> ToolSpec | None:
                        text=f"calls are numbered in the header ({d1!r}, {d2!r}): the id "
                             f"{mk['header_prefix']}NAME{cp}N carries the name")
     codec = CodecSpec(kind="name_json", header=header, trailer=trailer,
-                      flavor="relaxed" if relaxed else "json", string_delims=relaxed, relaxed_seps=seps,
+                      flavor=flavor, string_delims=relaxed, relaxed_seps=seps,  # type: ignore[arg-type]
                       id_name_prefix=id_prefix, id_name_suffix=id_suffix)
     f.fire(NAME_JSON, conf=0.9, snippet=b1[n:end],
            text=f"name then {'relaxed ' if relaxed else ''}JSON arguments: header {header!r}"
@@ -134,10 +146,25 @@ def read_name_json(b1: str, b2: str | None, f: Findings) -> ToolSpec | None:
     return tool_spec(mk, codec, f)
 
 
-def _args_end(s: str, name: str, relaxed: tuple[tuple[str, str], ...]) -> int:
+def _args_end(s: str, name: str, relaxed: tuple[tuple[str, str], ...], flavor: str = "json") -> int:
     """Index after the arguments object that follows ``name`` in ``s`` (JSON or relaxed), or -1."""
     k = _brace(s, s.find(name))
+    if flavor == "xml":
+        return _xml_json_end(s, k)
     return balanced_end(s, k) if not relaxed else _relaxed_end(s, k, relaxed)
+
+
+def _xml_json_end(s: str, k: int) -> int:
+    """Index after the probe's arguments written as XML-escaped JSON at ``s[k]`` (``{&#34;key&#34;:
+    ...}``, as ``tojson | e`` writes them into an attribute), or -1."""
+    end = balanced_end(s, k, XML_QUOTES)
+    if end < 0 or s[k:end] == html.unescape(s[k:end]):
+        return -1
+    try:
+        got = json.loads(html.unescape(s[k:end]))
+    except ValueError:
+        return -1
+    return end if isinstance(got, dict) and got.get(KEY1) in (VAL1, VAL2) else -1
 
 
 def _brace(s: str, start: int) -> int:

@@ -182,10 +182,10 @@ def _loads(prof: Profile) -> bool:
 
 def choose(pr: Prober, f: Findings, shape: CallShape, proposals: list[Proposal], block: str) -> Proposal:
     """The proposal the template's own renders confirm best (see the module docstring)."""
-    if len(proposals) == 1:
-        return proposals[0]
-    ranked = sorted(proposals, key=lambda p: p.rank)
     guessed = f.reasoning is not None and f.confidence.get("reasoning", 1.0) <= 0.6
+    if len(proposals) == 1 and not guessed:
+        return proposals[0]  # (one reading, and no guessed reasoning block to test with it)
+    ranked = sorted(proposals, key=lambda p: p.rank)
     # named codecs stay where they reproduce plain renders (they carry the peers' recovery rules):
     # the first that parses every tame turn back wins at once
     tame = samples(pr, shape, (), n=4, seed=5, tame=True)
