@@ -107,7 +107,8 @@ class CodecSpec:
                      ``flavor="python"`` JSON or a Python literal (a template that prints a mapping).
       ``name_json``  ``header`` (a pattern with ``{name}`` or ``{id}``) then a JSON (or relaxed,
                      Gemma-style, its separators ``relaxed_seps``; ``python``: JSON or a Python
-                     dict literal; ``xml``: JSON written XML-escaped, as in an attribute) object, then the
+                     dict literal; ``xml``: JSON written XML-escaped, as in an attribute; ``csv``:
+                     JSON with its quotes doubled, as in a CSV field) object, then the
                      optional ``trailer`` (which may repeat the ``{name}``).
       ``tagged``     ``header`` with ``{name}``; parameters written with ``param``, a pattern with
                      ``{key}``, ``{value}`` and optionally ``{string}`` (DSML's string="true"); the
@@ -134,7 +135,7 @@ class CodecSpec:
     trailer: str = ""
     id_name_prefix: str = ""
     id_name_suffix: str = ""
-    flavor: Literal["json", "relaxed", "python", "xml"] = "json"
+    flavor: Literal["json", "relaxed", "python", "xml", "csv"] = "json"
     string_delims: tuple[tuple[str, str], ...] = ()
     #: a relaxed object's key/value separator and member separator (``{city=«Paris»; days=3}``)
     relaxed_seps: tuple[str, str] = (":", ",")
@@ -544,7 +545,8 @@ def _check_semantics(p: Profile) -> None:
             _check_pattern(c.pattern)
         elif c.pattern is not None:
             raise ProfileError("tools.codec.pattern", "only a 'pattern' codec has a pattern")
-        allowed = {"name_json": ("json", "relaxed", "python", "xml"), "json": ("json", "python")}.get(c.kind, ("json",))
+        allowed = {"name_json": ("json", "relaxed", "python", "xml", "csv"),
+                   "json": ("json", "python")}.get(c.kind, ("json",))
         if c.flavor not in allowed:
             raise ProfileError("tools.codec.flavor", f"{c.flavor!r} is a flavor of the name_json codec"
                                + (" (and 'python' of the json codec)" if c.flavor == "relaxed" else ""))

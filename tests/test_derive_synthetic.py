@@ -217,6 +217,7 @@ def _shape_holds(shape: str, name: str) -> bool:
         "a close that repeats the tool's name": lambda: re.search(r"</[^<>]*get_weather>", ex) is not None,
         "arguments printed as a Python dict": lambda: "{'city': 'Paris', 'days': 3}" in ex,  # (any codec)
         "JSON arguments XML-escaped in an attribute": lambda: '="{&quot;city&quot;: &quot;Paris&quot;' in ex,
+        "JSON arguments with their quotes doubled in a CSV field": lambda: '"{""city"": ""Paris""' in ex,
         "values without their keys (positional)": lambda: '"Paris"' in ex and "city" not in ex,
         "each call its own message after the content's":
             lambda: ex.startswith(" -> get_weather}}{"),

@@ -906,10 +906,12 @@ class NameJsonBody(Body):
                     strings = (('"', '"', True), ("'", "'", True))
                 elif s.flavor == "xml":
                     strings = XML_QUOTES
+                elif s.flavor == "csv":
+                    strings = (('""', '""', True),)
                 else:
                     strings = (('"', '"', True),)
                 self.scanner = BalancedScanner("{[", strings, self.stops)
-                if self.streaming and s.flavor in ("python", "xml"):
+                if self.streaming and s.flavor in ("python", "xml", "csv"):
                     # a Python literal is sent once complete (as JSON); the name streams at once
                     self.call_name, self.call_id = self.name, self.cid
                 elif self.streaming:
@@ -937,6 +939,8 @@ class NameJsonBody(Body):
                     args = values.parse_python_literal(raw)
                 elif s.flavor == "xml":
                     args = json.loads(html.unescape(raw))
+                elif s.flavor == "csv":
+                    args = json.loads(raw.replace('""', '"'))
                 else:
                     args = json.loads(raw)
             except ValueError as e:

@@ -155,8 +155,8 @@ def _tool_field(p: Profile, t: ToolSpec, losses: list[str]) -> dict[str, Any]:
                               "said; the response template reads ':' and ','")
         elif c.flavor == "python":
             losses.append("arguments written as a Python dict literal are not read; only JSON is")
-        elif c.flavor == "xml":
-            losses.append("arguments written as XML-escaped JSON are not unescaped; only plain JSON is read")
+        elif c.flavor in ("xml", "csv"):
+            losses.append(f"arguments written as {c.flavor}-escaped JSON are not unescaped; only plain JSON is read")
         field["transform"] = _function("{name}", "{content}", "{id}" if has_id else None)
         if has_id and "{call_id}" in c.header:
             losses.append("the optional native call id is required by the transform when present in the header; "

@@ -6,6 +6,7 @@ import html
 import json
 import os
 import re
+from collections.abc import Callable
 
 from ...engine.codecs import XML_QUOTES
 from ...engine.values import parse_relaxed_object
@@ -31,11 +32,12 @@ ID_BEFORE_NAME = Rule("tools.id_before_name", "tools.ids", "an id slot before th
 
 NUMBERED_IDS = Rule("tools.numbered_ids", "tools.ids",
                     "text after the name that differs between calls only by their number is an id holding the name")
-XML_JSON = Rule("tools.xml_escaped_json", "tools.codec",
-                "JSON arguments written XML-escaped (an attribute's value) are read unescaped")
+ESCAPED_JSON = Rule("tools.escaped_json", "tools.codec",
+                    "JSON arguments written with an escaping (XML in an attribute, doubled quotes in a CSV "
+                    "field) are read unescaped")
 NAME_TRAILER = Rule("tools.name_in_trailer", "tools.codec",
                     "text right after the arguments that repeats the call's name closes that call ('</{name}>')")
-RULES = (TWO_CALL_CLOSE, NAME_JSON, ID_BEFORE_NAME, NUMBERED_IDS, NAME_TRAILER, XML_JSON)
+RULES = (TWO_CALL_CLOSE, NAME_JSON, ID_BEFORE_NAME, NUMBERED_IDS, NAME_TRAILER, ESCAPED_JSON)
 
 
 def read_name_json(b1: str, b2: str | None, f: Findings) -> ToolSpec | None:
@@ -52,13 +54,14 @@ def read_name_json(b1: str, b2: str | None, f: Findings) -> ToolSpec | None:
     flavor = "json"
     if got is None or not isinstance(got[0], dict) or got[0].get(KEY1) != VAL1:
         relaxed_found = _relaxed_delims(b1, k, b2)
-        escaped = _xml_json_end(b1, k) if relaxed_found is None else -1
+        escaped = _escaped_json_end(b1, k) if relaxed_found is None else None
         if relaxed_found is not None:
             relaxed, seps, end = relaxed_found
             flavor = "relaxed"
-        elif escaped > 0:
-            end, flavor = escaped, "xml"
-            f.fire(XML_JSON, snippet=b1[k:end], text=f"the arguments are JSON written XML-escaped: {b1[k:end][:60]!r}")
+        elif escaped is not None:
+            end, flavor = escaped
+            f.fire(ESCAPED_JSON, snippet=b1[k:end],
+                   text=f"the arguments are JSON written {_ESCAPES[flavor][0]}: {b1[k:end][:60]!r}")
         else:
             return None
     else:
@@ -149,22 +152,34 @@ def read_name_json(b1: str, b2: str | None, f: Findings) -> ToolSpec | None:
 def _args_end(s: str, name: str, relaxed: tuple[tuple[str, str], ...], flavor: str = "json") -> int:
     """Index after the arguments object that follows ``name`` in ``s`` (JSON or relaxed), or -1."""
     k = _brace(s, s.find(name))
-    if flavor == "xml":
-        return _xml_json_end(s, k)
+    if flavor in _ESCAPES:
+        found = _escaped_json_end(s, k)
+        return found[0] if found is not None else -1
     return balanced_end(s, k) if not relaxed else _relaxed_end(s, k, relaxed)
 
 
-def _xml_json_end(s: str, k: int) -> int:
-    """Index after the probe's arguments written as XML-escaped JSON at ``s[k]`` (``{&#34;key&#34;:
-    ...}``, as ``tojson | e`` writes them into an attribute), or -1."""
-    end = balanced_end(s, k, XML_QUOTES)
-    if end < 0 or s[k:end] == html.unescape(s[k:end]):
-        return -1
-    try:
-        got = json.loads(html.unescape(s[k:end]))
-    except ValueError:
-        return -1
-    return end if isinstance(got, dict) and got.get(KEY1) in (VAL1, VAL2) else -1
+#: JSON written with an escaping of its own: (what it is, its string quotes, how to undo it)
+_ESCAPES: dict[str, tuple[str, tuple[tuple[str, str, bool], ...], Callable[[str], str]]] = {
+    "xml": ("XML-escaped (an attribute's value)", XML_QUOTES, html.unescape),
+    "csv": ("with its quotes doubled (a CSV field)", (('""', '""', True),), lambda t: t.replace('""', '"')),
+}
+
+
+def _escaped_json_end(s: str, k: int) -> tuple[int, str] | None:
+    """The end of the probe's arguments written as escaped JSON at ``s[k]`` (``{&#34;key&#34;: ...}``
+    as ``tojson | e`` writes them into an attribute; ``{""key"": ...}`` in a CSV field), and the
+    escaping; None when no escaping undoes to the probe's arguments."""
+    for flavor, (_what, quotes, undo) in _ESCAPES.items():
+        end = balanced_end(s, k, quotes)
+        if end < 0 or s[k:end] == undo(s[k:end]):
+            continue
+        try:
+            got = json.loads(undo(s[k:end]))
+        except ValueError:
+            continue
+        if isinstance(got, dict) and got.get(KEY1) in (VAL1, VAL2):
+            return end, flavor
+    return None
 
 
 def _brace(s: str, start: int) -> int:
