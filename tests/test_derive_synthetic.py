@@ -220,7 +220,7 @@ def _shape_holds(shape: str, name: str) -> bool:
         "JSON arguments with their quotes doubled in a CSV field": lambda: '"{""city"": ""Paris""' in ex,
         "values without their keys (positional)": lambda: '"Paris"' in ex and "city" not in ex,
         "each call its own message after the content's":
-            lambda: ex.startswith(" -> get_weather}}{"),
+            lambda: ex.startswith((" -> get_weather}}{", " @fn.get_weather<|b|>{")),
         "custom string delimiters and separators": lambda: "Paris" in ex and not re.search(r"[\"']Paris", ex)
                                                             and re.search(r"city\W+Paris", ex) is not None,
         "shell-quoted strings, other values as JSON": lambda: "'Paris'" in ex and re.search(r"\s3\b", ex) is not None,

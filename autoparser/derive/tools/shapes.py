@@ -141,12 +141,13 @@ def _first_rendering(pr: Prober, f: Findings, attempts: list[CallShape], tools: 
             f.fire(SHAPE_UNREAD, snippet=b1,
                    text=f"with {a.label} calls render as {b1[:80]!r}, which no codec explains")
             continue
+        # (every reading places the markers the same way; before the search, so that it sees them)
+        _new_message_header(pr, [q.findings for q in proposals], a, proposals[0].spec, tools, kw)
         won = choose(pr, f, a, proposals, b1)
         f.adopt(won.findings)
         spec = won.spec
         if py_shape is not None:
             spec = _python_literals(pr, f, spec, py_shape)
-        _new_message_header(pr, f, a, spec, tools, kw)
         f.tools = spec
         f.call_shape = a
         if a.documents:
@@ -160,8 +161,8 @@ def _first_rendering(pr: Prober, f: Findings, attempts: list[CallShape], tools: 
     return False
 
 
-def _new_message_header(pr: Prober, f: Findings, a: CallShape, spec: ToolSpec, tools: list[dict[str, Any]],
-                        kw: dict[str, Any]) -> None:
+def _new_message_header(pr: Prober, readings: list[Findings], a: CallShape, spec: ToolSpec,
+                        tools: list[dict[str, Any]], kw: dict[str, Any]) -> None:
     """A call turn with content written as messages (``CONTENT<end>`` then ``<header> to=NAME...``,
     one per call): between the content and the first call stand the end of turn and the message
     header again. Marker tokens there that are neither stripped nor call markers, and that the
@@ -170,6 +171,7 @@ def _new_message_header(pr: Prober, f: Findings, a: CallShape, spec: ToolSpec, t
         return  # (a message per call shows as a separator between two calls)
     p = pr.turn(f"1 call with content, message header ({a.label})",
                 {**a.message([a.call(NAME1, ARGS1, 1)]), "content": CONTENT}, tools=tools, **kw)
+    f = readings[0]
     f.probes.append(p)
     if p.span is None or CONTENT not in p.span or NAME1 not in p.span:
         return
@@ -181,13 +183,16 @@ def _new_message_header(pr: Prober, f: Findings, a: CallShape, spec: ToolSpec, t
     gap = p.span[start:min(opens)]
     # where the template starts each message: what it writes between two calls
     heads = list(spec.separators)
+    for m in sorted(f.strip, key=len, reverse=True):  # (the end of turn may be glued to the header)
+        gap = gap.replace(m, " ") if m.strip(_WS) else gap
     toks = [t for t in marker_tokens(gap) if t not in f.strip]
     if not toks or not all(len(t) > 1 and not t.isalnum() and any(h.endswith(t) for h in heads if h)
                            for t in toks):
         return
-    f.fire(NEW_MESSAGE, snippet=gap, text=f"{' '.join(toks)!r}, which starts each message, follows the content "
-                                         "of a call turn before its calls: a new message's header, stripped")
-    f.strip.extend(toks)
+    for g in readings:
+        g.fire(NEW_MESSAGE, snippet=gap, text=f"{' '.join(toks)!r}, which starts each message, follows the content "
+                                             "of a call turn before its calls: a new message's header, stripped")
+        g.strip.extend(t for t in toks if t not in g.strip)
 
 
 def _python_literals(pr: Prober, f: Findings, spec: ToolSpec, py_shape: CallShape) -> ToolSpec:
