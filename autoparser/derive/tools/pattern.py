@@ -330,8 +330,10 @@ def _read(s1: str, s2: str | None, b1: str, f: Findings, quote: str) -> list[tup
         gg.fire(PATTERN, conf=0.9, snippet=b1[c.name:c.v2[1] + 20],
                 text=f"call {call_text!r}, argument {arg!r}, separator {sep!r}, values {enc}")
         spec = _head_as_marker(tool_spec(dict(mk), CodecSpec(kind="pattern", pattern=pat), gg), gg)
-        if spec.call_open and not spec.call_close and spec.codec.pattern is not None:
-            # nothing closes a call: the next call's opener ends it (outside a value)
+        if spec.call_open and not spec.call_close and spec.codec.pattern is not None and (
+                enc in _FAMILIES['"'] or all(len(o) > 1 and any(ch.isalnum() for ch in o) for o in spec.call_open)):
+            # nothing closes a call: the next call's opener ends it (outside a value; a text value
+            # ends at it only where it is a word, not punctuation such as a '[' the value may hold)
             spec = replace(spec, codec=replace(spec.codec, pattern=replace(
                 spec.codec.pattern, ends=tuple(dict.fromkeys((*spec.codec.pattern.ends, *spec.call_open))))))
             gg.fire(OPEN_ENDS, snippet=spec.call_open[0],
