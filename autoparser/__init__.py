@@ -53,7 +53,11 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     """Lazy access to the parts that need optional dependencies."""
-    if name in ("analyze", "load", "detect"):
+    if name == "load":
+        from .specs import load
+
+        return load
+    if name in ("analyze", "detect"):
         import importlib
 
         try:

@@ -75,7 +75,9 @@ class PatternSpec:
     ``call`` is the call's text with slots ``{name}``, ``{call_id}``, ``{index}`` (the call's
     number, not kept) and at most one ``{args}``, where the arguments are written one after the
     other, each as ``arg`` (slots ``{key}``, ``{value}``, optionally ``{type}``), with ``arg_sep``
-    between two. Every slot ends where the literal text after it begins; a value ends as its
+    between two. An ``arg`` without ``{key}`` is positional: the n-th value is the tool's n-th
+    parameter (in its schema's order; a call to a tool the request does not list is not read).
+    Every slot ends where the literal text after it begins; a value ends as its
     ``value`` encoding says: ``json`` / ``python`` / ``toml`` values end where the literal ends
     (strings quoted and escaped), ``shell`` values where the shell word ends (``shlex``), and
     ``raw`` / ``xml`` / ``percent`` values are text up to the literal after them (unescaped by
@@ -101,9 +103,13 @@ class CodecSpec:
 
     kinds:
       ``json``       a JSON object per call (``name_keys`` / ``args_keys`` / ``id_keys``, an optional
-                     nested ``function_key`` object, ``array`` wrapping, ``name_as_key``).
+                     nested ``function_key`` object, ``array`` wrapping, ``name_as_key``); with
+                     ``flavor="python"`` JSON or a Python literal (a template that prints a mapping).
       ``name_json``  ``header`` (a pattern with ``{name}`` or ``{id}``) then a JSON (or relaxed,
-                     Gemma-style) object, then the optional ``trailer``.
+                     Gemma-style, its separators ``relaxed_seps``; ``python``: JSON or a Python
+                     dict literal; ``xml``: JSON written XML-escaped, as in an attribute; ``csv``:
+                     JSON with its quotes doubled, as in a CSV field) object, then the
+                     optional ``trailer`` (which may repeat the ``{name}``).
       ``tagged``     ``header`` with ``{name}``; parameters written with ``param``, a pattern with
                      ``{key}``, ``{value}`` and optionally ``{string}`` (DSML's string="true"); the
                      call ends at ``trailer``. Values are typed by the tool schema.
@@ -129,8 +135,10 @@ class CodecSpec:
     trailer: str = ""
     id_name_prefix: str = ""
     id_name_suffix: str = ""
-    flavor: Literal["json", "relaxed"] = "json"
+    flavor: Literal["json", "relaxed", "python", "xml", "csv"] = "json"
     string_delims: tuple[tuple[str, str], ...] = ()
+    #: a relaxed object's key/value separator and member separator (``{city=«Paris»; days=3}``)
+    relaxed_seps: tuple[str, str] = (":", ",")
     param: str = ""
     string_true: str = "true"
     pattern: PatternSpec | None = None
@@ -537,9 +545,18 @@ def _check_semantics(p: Profile) -> None:
             _check_pattern(c.pattern)
         elif c.pattern is not None:
             raise ProfileError("tools.codec.pattern", "only a 'pattern' codec has a pattern")
+        allowed = {"name_json": ("json", "relaxed", "python", "xml", "csv"),
+                   "json": ("json", "python")}.get(c.kind, ("json",))
+        if c.flavor not in allowed:
+            raise ProfileError("tools.codec.flavor", f"{c.flavor!r} is a flavor of the name_json codec"
+                               + (" (and 'python' of the json codec)" if c.flavor == "relaxed" else ""))
         for i, (a, b) in enumerate(c.string_delims):
             if not a or not b:
                 raise ProfileError(f"tools.codec.string_delims[{i}]", "delimiters must not be empty")
+        if len(c.relaxed_seps) != 2 or not all(c.relaxed_seps) or c.relaxed_seps[0] == c.relaxed_seps[1] or any(
+                ch.isspace() or ch in "{}[]\"" for sep in c.relaxed_seps for ch in sep):
+            raise ProfileError("tools.codec.relaxed_seps", "two different separators, without whitespace, "
+                                                           "brackets or quotes")
 
 
 _CALL_SLOTS = ("{name}", "{call_id}", "{index}", "{args}")
@@ -565,9 +582,12 @@ def _check_pattern(pat: PatternSpec | None) -> None:
     if "{name}" not in pat.call:
         raise ProfileError(f"{path}.call", "must contain {name}")
     if "{args}" in pat.call:
-        if "{key}" not in pat.arg or "{value}" not in pat.arg:
-            raise ProfileError(f"{path}.arg", "must contain {key} and {value}")
-        if pat.arg.index("{key}") > pat.arg.index("{value}"):
+        if "{value}" not in pat.arg:
+            raise ProfileError(f"{path}.arg", "must contain {value}")
+        if "{key}" not in pat.arg and (not pat.arg_sep.strip() or pat.value not in ("json", "python", "toml")):
+            raise ProfileError(f"{path}.arg", "positional arguments (no {key}) need a separator and values "
+                                              "that end by themselves (json, python, toml)")
+        if "{key}" in pat.arg and pat.arg.index("{key}") > pat.arg.index("{value}"):
             raise ProfileError(f"{path}.arg", "{key} must come before {value}")
     elif pat.arg or pat.arg_sep:
         raise ProfileError(f"{path}.arg", "arguments need an {args} slot in the call")

@@ -28,7 +28,7 @@ from typing import Any
 from .errors import ProfileError, SourceError, UnknownDialectError
 from .profile import Profile
 
-__all__ = ["SOURCES", "SPEC_HELP", "Source", "load_spec", "looks_like_path", "read_profile_file", "source_of"]
+__all__ = ["SOURCES", "SPEC_HELP", "Source", "load", "load_spec", "looks_like_path", "read_profile_file", "source_of"]
 
 
 @dataclass(frozen=True)
@@ -104,6 +104,12 @@ def source_of(spec: str | os.PathLike[str]) -> tuple[Source, str]:
     if suffix == ".json":
         return _BY_KIND["tokenizer-config" if path.name in _NOT_PROFILE_JSON else "profile"], spec
     return _BY_KIND[{".gguf": "gguf", ".xml": "openvino-ir"}.get(suffix, "jinja")], spec
+
+
+def load(path: str | os.PathLike[str], *, known: bool = True) -> Profile:
+    """``autoparser.load``: a profile from any source this module reads (a profile .json, a .jinja
+    template, a HF model dir, a GGUF, an OpenVINO IR, a dialect name), derived without a cache."""
+    return load_spec(path, known=known)
 
 
 def load_spec(spec: str | os.PathLike[str], *, known: bool = True, cache: Any = None) -> Profile:

@@ -85,7 +85,7 @@ def test_cli_engines_agree_row_for_row(cluster: Any, tmp_path: Path) -> None:
 
 
 def test_scan_on_ray_uses_the_cache(cluster: Any, tmp_path: Path) -> None:
-    from autoparser.derive.cli import main_scan
+    from autoparser.cli.analyze import main_scan
 
     for k in range(3):  # three copies of one template, one other template, one broken
         (tmp_path / f"same{k}.jinja").write_text(HERMES_LIKE, encoding="utf-8")

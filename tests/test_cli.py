@@ -152,7 +152,7 @@ def test_demo_offline(args: list[str]) -> None:
 
 def test_json_after_a_cache_hit_still_carries_the_derivation(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The cache keeps only the profile; ``--json`` (like ``--explain``) analyses afresh."""
-    from autoparser.derive.cli import main_analyze
+    from autoparser.cli.analyze import main_analyze
 
     monkeypatch.setenv("AUTOPARSER_CACHE_DIR", str(tmp_path / "cache"))
     tpl = tmp_path / "t.jinja"
@@ -261,7 +261,7 @@ def test_the_cache_is_announced_once_and_a_bad_cache_is_no_error(tmp_path: Path)
 
 
 def test_scan_cuts_long_paths_at_a_separator_and_keeps_the_name(tmp_path: Path) -> None:
-    from autoparser.derive.cli import fit_path
+    from autoparser.cli.analyze import fit_path
 
     deep = tmp_path / ("d" * 30) / ("e" * 30) / "model-with-a-long-name.jinja"
     deep.parent.mkdir(parents=True)

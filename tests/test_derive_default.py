@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 import autoparser
+from autoparser.cli.analyze import main_analyze, main_scan
 from autoparser.derive import Analysis, analyze_detailed
-from autoparser.derive.cli import main_analyze, main_scan
 from autoparser.errors import TemplateError
 from autoparser.export import emit
 from autoparser.profile import BuiltinUse, Profile, PromptSetting

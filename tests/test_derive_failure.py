@@ -131,13 +131,13 @@ def test_scan_reports_an_error_row_and_goes_on(tmp_path: Path) -> None:
     assert "error" not in rows[1] and rows[1]["tools"] is not None
     r = _cli("scan", "--pure", str(tmp_path))
     assert r.returncode == 0
-    from autoparser.derive.cli import fit_path
+    from autoparser.cli.analyze import fit_path
 
     assert any(line.startswith(fit_path(str(bad), 60)) and " ERROR " in line for line in r.stdout.splitlines())
 
 
 def test_in_process_cli_returns_one(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from autoparser.derive.cli import main_analyze
+    from autoparser.cli.analyze import main_analyze
 
     bad = tmp_path / "t.jinja"
     shutil.copy(UNRENDERABLE / "raises_on_assistant.jinja", bad)

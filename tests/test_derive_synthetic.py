@@ -133,6 +133,9 @@ REQUIRED_SHAPES = (
     "bare JSON array, a call only at the start", "header-routed message with an XML body", "name-as-key JSON list",
     "caller's call id where the name would be", "JSON arguments written as a string",
     "pythonic keyword calls in a wrapper", "flat tool list", "reasoning variations",
+    "a close that repeats the tool's name", "shell-quoted strings, other values as JSON",
+    "arguments printed as a Python dict", "custom string delimiters and separators",
+    "values without their keys (positional)",
 )
 
 
@@ -211,6 +214,16 @@ def _shape_holds(shape: str, name: str) -> bool:
         "JSON arguments written as a string": lambda: '"arguments": "{\\"city\\": \\"Paris\\"' in ex,
         "pythonic keyword calls in a wrapper": lambda: 'get_weather(city="Paris", days=3)' in ex,
         "header prefix is the only opener": lambda: ex.split("get_weather")[0].strip() != "",
+        "a close that repeats the tool's name": lambda: re.search(r"</[^<>]*get_weather>", ex) is not None,
+        "arguments printed as a Python dict": lambda: "{'city': 'Paris', 'days': 3}" in ex,  # (any codec)
+        "JSON arguments XML-escaped in an attribute": lambda: '="{&quot;city&quot;: &quot;Paris&quot;' in ex,
+        "JSON arguments with their quotes doubled in a CSV field": lambda: '"{""city"": ""Paris""' in ex,
+        "values without their keys (positional)": lambda: '"Paris"' in ex and "city" not in ex,
+        "each call its own message after the content's":
+            lambda: ex.startswith((" -> get_weather}}{", " @fn.get_weather<|b|>{")),
+        "custom string delimiters and separators": lambda: "Paris" in ex and not re.search(r"[\"']Paris", ex)
+                                                            and re.search(r"city\W+Paris", ex) is not None,
+        "shell-quoted strings, other values as JSON": lambda: "'Paris'" in ex and re.search(r"\s3\b", ex) is not None,
     }
     return checks.get(shape, lambda: True)()
 

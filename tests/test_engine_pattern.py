@@ -264,3 +264,47 @@ def test_bad_patterns_are_refused_on_load(pattern: dict[str, Any], where: str) -
 def test_pattern_profiles_round_trip_as_json() -> None:
     for prof in FORMATS.values():
         assert Profile.from_json(prof.to_json()) == prof
+
+
+POSITIONAL = _prof(PatternSpec(call="{name}({args})", arg="{value}", arg_sep=", ", value="json"),
+                   call_open=("⟪",), call_close=("⟫",))
+
+
+@pytest.mark.parametrize(("text", "want"), [
+    # the n-th value is the tool's n-th parameter (schema order: city, days, ratio, flag, ...)
+    ('x⟪get_weather("Pa, ris", 3, -1.5)⟫', [("get_weather", {"city": "Pa, ris", "days": 3, "ratio": -1.5}, "ok")]),
+    ("x⟪get_weather()⟫", [("get_weather", {}, "ok")]),
+    # a tool the request does not list has no parameter order: not read as a call
+    ('x⟪lookup("a")⟫', []),
+])
+def test_positional_values_take_the_schema_s_order(text: str, want: list[Any]) -> None:
+    for stream in (False, True):
+        whole, res = _events(POSITIONAL, [text], stream)
+        assert [(c.name, c.arguments, c.status) for c in res.tool_calls] == want
+        if not want:
+            assert "(" in res.content  # the text stays content
+        assert _events(POSITIONAL, list(text), stream)[0] == whole
+        for k in range(1, len(text)):
+            assert _events(POSITIONAL, split_at(text, [k]), stream)[0] == whole, (stream, k)
+
+
+def test_shell_words_read_json_objects_and_words_that_start_with_a_dash() -> None:
+    prof = FORMATS["shell"]
+    text = "x$ get_weather --opts {\"a\": [1, \"x y\"]} --city 'New York' --ratio -1.5 --note '-';;"
+    for stream in (False, True):
+        whole, res = _events(prof, [text], stream)
+        assert [(c.name, c.arguments) for c in res.tool_calls] == [
+            ("get_weather", {"opts": {"a": [1, "x y"]}, "city": "New York", "ratio": -1.5, "note": "-"})]
+        for k in range(1, len(text)):
+            assert _events(prof, split_at(text, [k]), stream)[0] == whole, (stream, k)
+    # a name ends at whitespace, not at a dash inside it ('search-db.v2 --city')
+    res = autoparser.parse("$ search-db.v2 --city 'Oslo';;", prof, tools=TOOLS)
+    assert [(c.name, c.arguments) for c in res.tool_calls] == [("search-db.v2", {"city": "Oslo"})]
+
+
+def test_positional_values_beyond_the_parameters_are_no_valid_call() -> None:
+    text = 'x⟪get_weather("a", 1, 2.5, true, {}, [], "n", 9)⟫'
+    assert autoparser.parse(text, POSITIONAL, tools=TOOLS).tool_calls == []
+    # streamed, the call was announced with its name: it ends invalid, never ok
+    res = autoparser.parse(list(text), POSITIONAL, tools=TOOLS, stream_arguments=True)
+    assert [c.status for c in res.tool_calls] in ([], ["invalid"])

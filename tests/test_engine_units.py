@@ -449,3 +449,13 @@ def test_mode_harmony_body_ended_by_the_next_header() -> None:
     # two content messages are joined with the profile's join text
     text = "<|channel|>final<|message|>Hi<|start|>assistant<|channel|>final<|message|>there<|return|>"
     check_mode("harmony", text, [ContentDelta("Hi\nthere")])
+
+
+def test_scanner_escape_skips_a_whole_multi_character_closer() -> None:
+    """JSON written into a CSV field doubles its quotes: an escaped quote is '\\""', which must not
+    close the '""'-quoted string, whole or split anywhere."""
+    text = '{""a"": ""x\\"""", ""b"": [""}""]} tail'
+    want = text.index(" tail")
+    for chunks in chunkings(text):
+        status, end, _ = scan_value(chunks, BalancedScanner("{[", (('""', '""', True),)))
+        assert (status, end) == ("done", want), chunks

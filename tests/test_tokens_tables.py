@@ -115,7 +115,7 @@ def test_special_markers_of_a_profile() -> None:
 def test_cli_summary_shows_special_markers(tmp_path: Path) -> None:
     from io import StringIO
 
-    from autoparser.derive.cli import main_analyze
+    from autoparser.cli.analyze import main_analyze
 
     out = StringIO()
     assert main_analyze([str(TINY), "--no-save"], out) == 0

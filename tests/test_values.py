@@ -1141,3 +1141,24 @@ def test_source_segments_equal_the_standard_function(parts: list[tuple[str, str,
     assert nodes
     for node in nodes:
         assert segments.of(node) == ast.get_source_segment(source, node)
+
+
+def test_relaxed_object_with_a_template_s_own_separators() -> None:
+    """``{k=«v»; n=3}``: the key/value and member separators are the profile's; a separator inside
+    a delimited string is text; the streamed JSON equals the complete parse for every chunking."""
+    from autoparser.engine.literalstream import RelaxedArgStream
+    from autoparser.engine.values import parse_relaxed_object
+
+    delims, seps = (("«", "»"),), ("=", ";")
+    text = "{city=«Paris; k=v»; days=-3; opts={depth=1; mode=«x»}; tags=[«a»; 8.5]; ok=true}"
+    want = {"city": "Paris; k=v", "days": -3, "opts": {"depth": 1, "mode": "x"}, "tags": ["a", 8.5], "ok": True}
+    assert parse_relaxed_object(text, delims, seps) == want
+    with pytest.raises(ValueError):
+        parse_relaxed_object("{city:«Paris»}", delims, seps)  # JSON's ':' is not this object's separator
+    for step in (1, 2, 5, len(text)):
+        s = RelaxedArgStream(delims, ("->", "|"))
+        multi = text.replace("=", "->").replace(";", "|").replace("«Paris| k->v»", "«Paris; k=v»")
+        for i in range(0, len(multi), step):
+            s.feed(multi[i:i + step])
+        assert s.complete and not s.dead
+        assert json.loads("".join(s.fragments)) == want

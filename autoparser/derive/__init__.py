@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import time
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 from ..errors import AutoparserError, TemplateError
@@ -32,7 +31,7 @@ from .settings import find_settings
 from .structure import structural_checks, validated
 from .tools import find_tools
 
-__all__ = ["Analysis", "analyze", "analyze_detailed", "detect", "fingerprint", "load", "overrides"]
+__all__ = ["Analysis", "analyze", "analyze_detailed", "detect", "fingerprint", "overrides"]
 
 
 class Analysis:
@@ -189,14 +188,6 @@ def _from_override(prof: Profile, o: dict[str, Any]) -> Profile:
                    builtin=BuiltinUse(o["dialect"], taken=tuple(k for k, v in parts if v), declined=declined),
                    evidence=(*prof.evidence, f"override for template {o['template']!r} "
                              f"(sha256 {o['sha256'][:12]}...): dialect {o['dialect']!r} because {o['reason']}"))
-
-
-def load(path: str | Path, *, known: bool = True) -> Profile:
-    """A profile from any source :mod:`autoparser.specs` reads (a profile .json, a .jinja
-    template, a HF model dir, a GGUF, an OpenVINO IR, a dialect name)."""
-    from ..specs import load_spec
-
-    return load_spec(path, known=known)
 
 
 def detect(chat_template: str | None = None, model_id: str | None = None, *, known: bool = True,

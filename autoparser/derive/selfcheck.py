@@ -163,6 +163,9 @@ def self_check(pr: Prober, prof: Profile, *, n: int = 10, seed: int = 7,
     end = ""  # what ends a raw value (tagged parameters)
     if prof.tools is not None and prof.tools.codec.kind == "tagged" and "{value}" in prof.tools.codec.param:
         end = prof.tools.codec.param.split("{value}", 1)[1] or prof.tools.codec.trailer
+    # positional arguments (no key written) can say only the schema's first parameters, in order
+    pat = prof.tools.codec.pattern if prof.tools is not None else None
+    positional = pat is not None and "{args}" in pat.call and "{key}" not in pat.arg
     tools = CHECK_TOOLS
     first = pr.turn("self-check tools", {"role": "assistant", "content": "ok"}, tools=tools,
                     history=[{"role": "user", "content": USER}], **shape.context())
@@ -188,7 +191,12 @@ def self_check(pr: Prober, prof: Profile, *, n: int = 10, seed: int = 7,
                 name = str(CHECK_TOOLS[rng.randrange(len(CHECK_TOOLS))]["function"]["name"])
                 rich = tools is CHECK_TOOLS and (prof.messages is not None or (
                     prof.tools is not None and prof.tools.codec.kind in ("json", "name_json", "pythonic")))
-                want_calls.append({"name": name, "arguments": _args(rng, rich=rich)})
+                args = _args(rng, rich=rich)
+                if positional:
+                    order = list(tools[0]["function"]["parameters"]["properties"])
+                    cut = next((j for j, key in enumerate(order) if key not in args), len(order))
+                    args = {key: args[key] for key in order[:cut]}
+                want_calls.append({"name": name, "arguments": args})
             label = f"calls{min(k, 2)}"
             if kind == 4:
                 label = "calls+content"

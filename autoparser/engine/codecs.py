@@ -35,7 +35,7 @@ from .literalstream import PythonicCallStream, RelaxedArgStream
 from .markers import Kind, MarkerSet, Match
 from .scanner import BalancedScanner
 
-__all__ = ["ArgSource", "Body", "JsonBody", "ParsedCall", "head_name", "make_body"]
+__all__ = ["XML_QUOTES", "ArgSource", "Body", "JsonBody", "ParsedCall", "head_name", "make_body"]
 
 Status = Literal["more", "done", "reject"]
 _WS = " \t\r\n"
@@ -463,6 +463,7 @@ class JsonBody(Body):
         self.scanner: BalancedScanner | None = None
         self.argstream: JsonArgStream | None = None
         self._stream_json = False
+        self._py_obj = False
         self._held: list[str] = []
         self._held_len = 0
         # the short-body phase (see ``_feed_short``): on until a character that can decide appears
@@ -532,7 +533,18 @@ class JsonBody(Body):
                 return "more", i
             first = text[i]
             arr = self.spec.array
-            if (first == "{" and arr != "require") or (first == "[" and arr != "never"):
+            opens = (first == "{" and arr != "require") or (first == "[" and arr != "never")
+            if opens and self.spec.flavor == "python":
+                # JSON or Python literals (a template that prints a mapping): read whole, sent once complete
+                fast = _decode_complete(text, i) if text.find("]" if first == "[" else "}", i) >= 0 else None
+                calls = self._calls_from(fast[0]) if fast is not None else None
+                if fast is not None and calls is not None:
+                    self.calls = calls
+                    return "done", fast[1]
+                self.scanner = BalancedScanner("{[", (('"', '"', True), ("'", "'", True)), self.stops)
+                self._py_obj = self.streaming and first == "{"  # announced once its name is read
+                pos = i
+            elif (first == "{" and arr != "require") or (first == "[" and arr != "never"):
                 # the whole value may be here (it cannot be without a closing bracket): then the
                 # C decoder finds its end
                 fast = _decode_complete(text, i) if text.find("]" if first == "[" else "}", i) >= 0 else None
@@ -575,6 +587,9 @@ class JsonBody(Body):
             self.calllist.feed(text[pos:j], pos)
             self._sync_head()
         ast = self.argstream
+        if self._py_obj and self.call_name is None:
+            self._held.append(text[pos:j])
+            self._name_from_head()
         if ast is not None:
             ast.feed(text[pos:j])
         elif self._stream_json:
@@ -614,7 +629,7 @@ class JsonBody(Body):
         raw, repaired = bounded
         status: Literal["ok", "repaired"] = "repaired" if repaired else "ok"
         try:
-            value = json.loads(raw)
+            value = values.parse_python_literal(raw) if self.spec.flavor == "python" else json.loads(raw)
         except ValueError as e:
             return self._reject(f"call body is not valid JSON: {e}", j)
         calls = self._calls_from(value, raw)
@@ -789,6 +804,11 @@ class JsonBody(Body):
 
 # -- name then JSON ------------------------------------------------------------------------------
 
+#: the string quotes of JSON written XML-escaped (an attribute's value): escaped, or left as is
+XML_QUOTES: tuple[tuple[str, str, bool], ...] = (("&#34;", "&#34;", True), ("&quot;", "&quot;", True),
+                                                  ("&#x22;", "&#x22;", True), ('"', '"', True))
+
+
 class NameJsonBody(Body):
     """``header`` carrying the name (or an id the name is cut from), then an object, then ``trailer``."""
 
@@ -823,7 +843,9 @@ class NameJsonBody(Body):
         self.scanner: BalancedScanner | None = None
         self.argstream: ArgTranscoder | None = None
         self.phase = "id_first" if self.id_first is not None else "header"
-        self._trailer = MarkerSet([(s.trailer.strip(_WS), Kind.trailer)]) if s.trailer.strip(_WS) else None
+        # a trailer that repeats the name ('</{name}>') is known once the name is
+        self._trailer = (MarkerSet([(s.trailer.strip(_WS), Kind.trailer)])
+                         if s.trailer.strip(_WS) and "{name}" not in s.trailer else None)
 
     def feed(self, text: str, pos: int, final: bool) -> tuple[Status, int]:
         s = self.spec
@@ -888,7 +910,7 @@ class NameJsonBody(Body):
                     return "more", i
                 if text[i] != "{":
                     return self._reject(f"arguments start with {text[i]!r}", i)
-                fast = _decode_complete(text, i) if s.flavor == "json" else None
+                fast = _decode_complete(text, i) if s.flavor != "relaxed" else None
                 if fast is not None and isinstance(fast[0], dict):
                     self.calls = [ParsedCall(self.name or "", fast[0], self.cid)]
                     self.phase = "trailer"
@@ -896,11 +918,20 @@ class NameJsonBody(Body):
                 if s.flavor == "relaxed":
                     strings: tuple[tuple[str, str, bool], ...] = (
                         *((a, b, False) for a, b in s.string_delims), ('"', '"', True))
+                elif s.flavor == "python":
+                    strings = (('"', '"', True), ("'", "'", True))
+                elif s.flavor == "xml":
+                    strings = XML_QUOTES
+                elif s.flavor == "csv":
+                    strings = (('""', '""', True),)
                 else:
                     strings = (('"', '"', True),)
                 self.scanner = BalancedScanner("{[", strings, self.stops)
-                if self.streaming:
-                    self.argstream = (RelaxedArgStream(s.string_delims) if s.flavor == "relaxed"
+                if self.streaming and s.flavor in ("python", "xml", "csv"):
+                    # a Python literal is sent once complete (as JSON); the name streams at once
+                    self.call_name, self.call_id = self.name, self.cid
+                elif self.streaming:
+                    self.argstream = (RelaxedArgStream(s.string_delims, s.relaxed_seps) if s.flavor == "relaxed"
                                       else JsonArgStream(whole_call=False))
                     self.call_name, self.call_id = self.name, self.cid
                 pos = i
@@ -919,7 +950,13 @@ class NameJsonBody(Body):
             args: Any
             try:
                 if s.flavor == "relaxed":
-                    args = values.parse_relaxed_object(raw, s.string_delims)
+                    args = values.parse_relaxed_object(raw, s.string_delims, s.relaxed_seps)
+                elif s.flavor == "python":
+                    args = values.parse_python_literal(raw)
+                elif s.flavor == "xml":
+                    args = json.loads(html.unescape(raw))
+                elif s.flavor == "csv":
+                    args = json.loads(raw.replace('""', '"'))
                 else:
                     args = json.loads(raw)
             except ValueError as e:
@@ -942,6 +979,8 @@ class NameJsonBody(Body):
 
     def _after_args(self, text: str, pos: int, final: bool) -> tuple[Status, int]:
         """The optional trailer (e.g. a closing code fence) after the arguments."""
+        if self._trailer is None and "{name}" in self.spec.trailer and self.name:
+            self._trailer = MarkerSet([(self.spec.trailer.strip(_WS).replace("{name}", self.name), Kind.trailer)])
         if self._trailer is None:
             return "done", pos
         i = pos

@@ -425,10 +425,13 @@ def _run_pattern(stops: str) -> re.Pattern[str]:
 class RelaxedArgStream(_MemberStream):
     """Gemma's relaxed arguments object: bare or quoted keys, custom-delimited verbatim strings."""
 
-    def __init__(self, string_delims: Sequence[tuple[str, str]] = ()) -> None:
+    def __init__(self, string_delims: Sequence[tuple[str, str]] = (), seps: tuple[str, str] = (":", ",")) -> None:
         super().__init__()
         # longest opener first, as the complete parse tries them
         self._delims = sorted(((a, b) for a, b in string_delims if a and b), key=lambda p: -len(p[0]))
+        self._kvsep, self._msep = seps
+        self._seps = seps
+        self._bare_key = _BARE_KEY if seps == (":", ",") else values.bare_key_re(seps)
         self._opens = tuple(a for a, _ in self._delims)
         self._state = "open"
         self._key = ""
@@ -516,11 +519,14 @@ class RelaxedArgStream(_MemberStream):
                     return i
                 i = k
             elif st == "colon":
-                if c != ":":
+                got = self._sep_at(w, i, self._kvsep)
+                if got is None:
+                    return i
+                if not got:
                     self._die()
                     return n
                 self._state = "value"
-                i += 1
+                i += len(self._kvsep)
             elif st == "value":
                 d = self._delim_at(w, i)
                 if d is True:
@@ -534,10 +540,13 @@ class RelaxedArgStream(_MemberStream):
                 self._state = "value_held"
                 self._vdepth, self._vclose, self._vesc, self._vscan = 0, "", False, i
             elif st == "after":
-                if c == ",":
+                got = self._sep_at(w, i, self._msep)
+                if got is None:
+                    return i
+                if got:
                     self._comma()
                     self._state = "key"
-                    i += 1
+                    i += len(self._msep)
                 elif c == "}":
                     self._close()
                     return i + 1
@@ -569,7 +578,7 @@ class RelaxedArgStream(_MemberStream):
                 return len(w)
             end = m.end()
         else:
-            m = _BARE_KEY.match(w, i)
+            m = self._bare_key.match(w, i)
             if m is None:
                 self._die()
                 return len(w)
@@ -621,22 +630,33 @@ class RelaxedArgStream(_MemberStream):
                         return n
                     return self._end_held(w, i, k)
                 self._vdepth -= 1
-            elif c == "," and self._vdepth == 0:
-                return self._end_held(w, i, k)
+            elif c == self._msep[0] and self._vdepth == 0:
+                got = self._sep_at(w, k, self._msep)
+                if got is None:
+                    break
+                if got:
+                    return self._end_held(w, i, k)
             k += 1
         self._vscan = k
         return -1
 
+    @staticmethod
+    def _sep_at(w: str, i: int, sep: str) -> bool | None:
+        """Whether separator ``sep`` starts at ``w[i]`` (None: the text ends inside it)."""
+        if w.startswith(sep, i):
+            return True
+        return None if len(w) - i < len(sep) and sep.startswith(w[i:]) else False
+
     def _end_held(self, w: str, start: int, k: int) -> int:
         try:
-            value = values.parse_relaxed_object(w[start:k].strip(_WS), self._delims)
+            value = values.parse_relaxed_object(w[start:k].strip(_WS), self._delims, self._seps)
         except ValueError:
             self._die()
             return len(w)
         self._value(self._key, value)
-        if w[k] == ",":
+        if w.startswith(self._msep, k):
             self._comma()
             self._state = "key"
-        else:
-            self._close()
+            return k + len(self._msep)
+        self._close()
         return k + 1

@@ -143,7 +143,8 @@ class _Compiled:
                                    + [(m, Kind.sep) for m in t.separators]
                                    + look + look_start)
             # complete calls found whole in the working text take one short path (``_whole_call``)
-            self.whole_calls = (t.codec.kind == "json" and t.alt_codec is None and bool(t.call_close))
+            self.whole_calls = (t.codec.kind == "json" and t.codec.flavor == "json" and t.alt_codec is None
+                                and bool(t.call_close))
             # a held call's marker where the next chunk's working text has it (``Parser._hold``)
             self.at_start_of_carry = {m: Match(0, len(m), m, Kind.call) for m in t.call_open}
             self.array = t.codec.array

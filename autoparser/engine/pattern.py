@@ -134,6 +134,7 @@ class _Program:
     lead_ws: str                   # whitespace the pattern puts before a value (trimmed once)
     trail_ws: str                  # ... and after it
     tail_text: bool                # the call's tail has more than whitespace
+    keyed: bool = True             # the arguments name their keys (else: positional, by the schema)
 
 
 @lru_cache(maxsize=128)
@@ -153,7 +154,8 @@ def _program(pat: PatternSpec) -> _Program:
     sep = _lit(pat.arg_sep) if pat.arg_sep else None
     lead = a_head_text[len(a_head_text.rstrip(_WS)):] if raw else ""
     trail = a_rest_text[: len(a_rest_text) - len(a_rest_text.lstrip(_WS))] if raw else ""
-    return _Program(head, arg_head, arg_rest, sep, tail, has_args, lead, trail, bool(tail_text.strip(_WS)))
+    return _Program(head, arg_head, arg_rest, sep, tail, has_args, lead, trail, bool(tail_text.strip(_WS)),
+                    "{key}" in pat.arg or not has_args)
 
 
 def _first_lit(items: tuple[_Item, ...]) -> _Lit | bool | None:
@@ -220,6 +222,12 @@ def _slot_end(text: str, i: int, ender: _Lit | None, final: bool, no_ws: bool) -
         brk = text.find("\n", i, limit)
     if brk >= 0 and (k < 0 or brk < k):
         return brk if ws_ender else _NO
+    if no_ws and ender is not None and ender.tokens and ws_ender and k >= 0:
+        # whitespace then the ender's first piece: a name holds no whitespace, so it ends at the
+        # whitespace ('search-db.v2 -count' before ' -{key}'), not at the piece inside it
+        if brk >= 0:
+            return brk
+        return _NO if final or len(text) - i >= _MAX_SLOT else _MORE
     if k >= 0:
         return k
     if final and ws_ender and not core:
@@ -320,6 +328,8 @@ def _unquote_text(text: str, encoding: str) -> str:
     if encoding == "percent":
         return urllib.parse.unquote(text, errors="strict")
     if encoding == "shell":
+        if text.lstrip(_WS)[:1] in ("{", "["):
+            return text  # a JSON object or array where a word would start (read by its type)
         words = shlex.split(text)
         if len(words) != 1:
             raise ValueError(f"not one shell word: {text[:40]!r}")
@@ -468,7 +478,20 @@ class _ValueReader:
 
     def _shell(self, text: str, i: int, final: bool) -> tuple[str, int]:
         """A shell word: quoted parts and backslash escapes; it ends at unquoted whitespace or at
-        the first piece of what follows it."""
+        the first piece of what follows it. A JSON object or array where the word starts is read
+        whole, to its closing bracket (templates write non-string values with ``tojson``)."""
+        if self.scanner is not None or (not self.started and i < len(text) and text[i] in "{["):
+            if self.scanner is None:
+                self.scanner = BalancedScanner(_BRACKETS["json"], _STRINGS["json"], self.stops)
+            self.started = True
+            st, j = self.scanner.feed(text, i, final)
+            if st == "done":
+                self.parts.append(self.scanner.text())
+                self.scanner = None
+                return "end", j
+            return ("bad", j) if final or st != "more" else ("more", j)
+        if i < len(text):
+            self.started = True
         q = self.quote
         k = i
         n = len(text)
@@ -495,6 +518,9 @@ class _ValueReader:
             if c in _WS:
                 end = True
                 break
+            if k == i and not any(self.parts):
+                k += 1  # a word is at least one character: '-1.5' after ' -{key} ' is a value
+                continue
             m = self.enders.match_at(text, k, final)
             if m is True:
                 break
@@ -506,7 +532,7 @@ class _ValueReader:
         k = min(k, n)
         self.parts.append(text[i:k])
         self.quote = q
-        if end or (final and k == n and not q):
+        if end or (final and k == n and not q and any(self.parts)):
             return "end", k
         return ("bad", k) if final else ("more", k)
 
@@ -592,6 +618,9 @@ class PatternBody(Body):
         name = got.get("name", "")
         if (self.known_only and name not in self.schemas) or len(name) > _MAX_SLOT:
             return self._reject(f"not a tool name: {name[:40]!r}", i)
+        if prog.has_args and not prog.keyed and name not in self.schemas:
+            # positional values name no keys: only a listed tool's parameters say which is which
+            return self._reject(f"positional arguments of a tool the request does not list: {name[:40]!r}", i)
         self.slots = got
         if self.streaming:
             self.call_name = name
@@ -625,6 +654,14 @@ class PatternBody(Body):
         if j == _MORE:
             return "more", i
         if j >= 0:
+            if not prog.keyed:
+                # positional: the n-th value is the tool's n-th parameter
+                props = (self.schemas.get(self.slots.get("name", "")) or {}).get("properties")
+                keys = list(props) if isinstance(props, Mapping) else []
+                if len(self.args) >= len(keys):
+                    return self._reject(f"positional argument {len(self.args) + 1} has no parameter in the tool's "
+                                        "schema", i)
+                got["key"] = keys[len(self.args)]
             self._start_value(got)
             return "go", j
         if prog.tail:

@@ -114,8 +114,14 @@ class BalancedScanner:
         while i < n:
             if self._in is not None:
                 if self._esc:
+                    # an escape skips one character, or the whole closing delimiter when that is
+                    # longer (a doubled quote '""' escaped as '\""' in JSON written into CSV)
+                    c = self._str_close
+                    if len(c) > 1 and not final and n - i < len(c) and c.startswith(text[i:]):
+                        self.pieces.append(text[pos:i])
+                        return "more", i
                     self._esc = False
-                    i += 1
+                    i += len(c) if len(c) > 1 and text.startswith(c, i) else 1
                     continue
                 m = self._str_re[self._in].search(text, i)
                 if m is None:
@@ -130,11 +136,8 @@ class BalancedScanner:
                     self.pieces.append(text[pos:hold])
                     return "more", hold
                 if m.group() == "\\":
-                    if m.end() == n:
-                        self._esc = True
-                        i = n
-                        continue
-                    i = m.end() + 1
+                    self._esc = True
+                    i = m.end()
                     continue
                 self._in = None
                 i = m.end()

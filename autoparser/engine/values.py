@@ -44,6 +44,7 @@ from autoparser.wire import schema as wire_schema
 from . import schema as schema_mod
 
 __all__ = [
+    "bare_key_re",
     "check_arguments",
     "coerce_text",
     "parse_python_calls",
@@ -624,12 +625,14 @@ _MAX_NESTING = 500
 class _RelaxedReader:
     """One-shot reader over a relaxed-object text; all scanning is regex/str.find based."""
 
-    __slots__ = ("delims", "length", "string_starts", "text")
+    __slots__ = ("bare_key", "delims", "kv", "length", "member", "string_starts", "text")
 
-    def __init__(self, text: str, delims: list[tuple[str, str]]) -> None:
+    def __init__(self, text: str, delims: list[tuple[str, str]], seps: tuple[str, str] = (":", ",")) -> None:
         self.text = text
         self.length = len(text)
         self.delims = delims
+        self.kv, self.member = seps
+        self.bare_key = _BARE_KEY_RE if seps == (":", ",") else bare_key_re(seps)
         # First characters that can open a string: a cheap filter before the startswith tests.
         self.string_starts = frozenset(opener[0] for opener, _ in delims) | {'"'}
 
@@ -671,7 +674,7 @@ class _RelaxedReader:
         found = self.string(pos)
         if found is not None:
             return found
-        match = _BARE_KEY_RE.match(self.text, pos)
+        match = self.bare_key.match(self.text, pos)
         if match is None:
             raise self.fail("expected a key", pos)
         return match.group(0), match.end()
@@ -714,9 +717,9 @@ class _RelaxedReader:
             if expecting_key:
                 key, pos = self.key(pos)
                 pos = self.skip_ws(pos)
-                if not text.startswith(":", pos):
-                    raise self.fail("expected ':' after key", pos)
-                pos = self.skip_ws(pos + 1)
+                if not text.startswith(self.kv, pos):
+                    raise self.fail(f"expected {self.kv!r} after key", pos)
+                pos = self.skip_ws(pos + len(self.kv))
             char = text[pos] if pos < length else ""
             value: Any
             opened = char == "{" or char == "["
@@ -757,8 +760,8 @@ class _RelaxedReader:
                     stack.pop()
                     pos += 1
                     continue
-                if text.startswith(",", pos):
-                    pos = self.skip_ws(pos + 1)
+                if text.startswith(self.member, pos):
+                    pos = self.skip_ws(pos + len(self.member))
                     if text.startswith(closer, pos):  # tolerated trailing comma
                         stack.pop()
                         pos += 1
@@ -766,18 +769,26 @@ class _RelaxedReader:
                     expecting_key = isinstance(top, dict)
                     break
                 if pos >= length:
-                    raise self.fail(f"unexpected end of input, expected ',' or {closer!r}", pos)
-                raise self.fail(f"expected ',' or {closer!r}, found {text[pos]!r}", pos)
+                    raise self.fail(f"unexpected end of input, expected {self.member!r} or {closer!r}", pos)
+                raise self.fail(f"expected {self.member!r} or {closer!r}, found {text[pos]!r}", pos)
 
 
-def parse_relaxed_object(text: str, string_delims: Sequence[tuple[str, str]] = ()) -> Any:
+def bare_key_re(seps: tuple[str, str]) -> re.Pattern[str]:
+    """A bare key of a relaxed object whose separators are ``seps``: no whitespace, bracket, comma
+    or either separator's first character."""
+    return re.compile(r"[^\s{}\[\],:" + re.escape("".join(dict.fromkeys(s[0] for s in seps))) + "]+")
+
+
+def parse_relaxed_object(text: str, string_delims: Sequence[tuple[str, str]] = (),
+                         seps: tuple[str, str] = (":", ",")) -> Any:
     """Parse Gemma 4 / FunctionGemma argument syntax into a JSON-compatible value.
 
     The syntax is JSON with three relaxations: keys may be bare (any run of characters other than
     whitespace and ``{}[],:``); strings may be wrapped in custom delimiter pairs (Gemma 4
     ``('<|"|>', '<|"|>')``, FunctionGemma ``('<escape>', '<escape>')``) whose body is taken
     verbatim, with no escape processing (vector oll-gemma4-backslashes-verbatim); and a trailing
-    comma before a closer is tolerated, as are leading zeros in numbers. Standard JSON
+    comma before a closer is tolerated, as are leading zeros in numbers. ``seps`` are the key/value
+    and member separators (JSON's ``:`` and ``,`` unless a template writes others). Standard JSON
     double-quoted strings with JSON escapes are accepted too (vector
     oll-gemma4-json-and-gemma-quotes). Values other than strings, numbers, ``true``, ``false``,
     ``null``, objects and arrays (for example a bare word) are errors: the engine, not this
@@ -799,7 +810,7 @@ def parse_relaxed_object(text: str, string_delims: Sequence[tuple[str, str]] = (
         delims.append((pair[0], pair[1]))
     # Longest opener first, so that a delimiter that is a prefix of another cannot shadow it.
     delims.sort(key=lambda pair: -len(pair[0]))
-    return _RelaxedReader(text, delims).parse()
+    return _RelaxedReader(text, delims, seps).parse()
 
 
 # --------------------------------------------------------------------------------------------

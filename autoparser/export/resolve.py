@@ -216,7 +216,7 @@ def resolve(source: str | Path | Profile, host_name: str, *, samples: list[Sampl
 
     path = Path(source)
     if path.suffix == ".json" and path.is_file() and path.name not in ("tokenizer_config.json", "chat_template.json"):
-        from ..derive import load
+        from ..specs import load
 
         return resolve_profile(load(path), host_name, source=str(path), samples=samples)
     src = load_source(path)

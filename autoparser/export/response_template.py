@@ -99,6 +99,8 @@ def _tool_field(p: Profile, t: ToolSpec, losses: list[str]) -> dict[str, Any]:
     losses.append("no recovery of truncated or unterminated calls (transformers raises or keeps text)")
     field: dict[str, Any] = {"repeats": True}
 
+    if c.kind == "json" and c.flavor == "python":
+        losses.append("arguments written as a Python dict literal are not read; only JSON is")
     if c.kind == "json":
         nk, ak = c.name_keys[0], c.args_keys[0]
         if c.name_as_key:
@@ -137,7 +139,9 @@ def _tool_field(p: Profile, t: ToolSpec, losses: list[str]) -> dict[str, Any]:
         trailer = c.trailer.strip(_WS)
         closers: tuple[str, ...] = t.call_close
         if trailer:
-            field["close_pattern"] = r"\s*" + _rx(trailer) + (rf"\s*(?:{_alts(closers)})" if closers else "")
+            # a trailer that repeats the name ('</{name}>') refers back to the name the call opened with
+            field["close_pattern"] = (r"\s*" + "(?P=name)".join(_rx(t) for t in trailer.split("{name}"))
+                                      + (rf"\s*(?:{_alts(closers)})" if closers else ""))
         elif closers:
             field["close"] = list(closers)
         elif t.section_open:
@@ -147,6 +151,13 @@ def _tool_field(p: Profile, t: ToolSpec, losses: list[str]) -> dict[str, Any]:
         field["content"] = "json"
         if c.flavor == "relaxed":
             field["content_args"] = {"unquoted_keys": True, "string_delims": [list(d) for d in c.string_delims]}
+            if c.relaxed_seps != (":", ","):
+                losses.append(f"the object's separators {c.relaxed_seps[0]!r} / {c.relaxed_seps[1]!r} cannot be "
+                              "said; the response template reads ':' and ','")
+        elif c.flavor == "python":
+            losses.append("arguments written as a Python dict literal are not read; only JSON is")
+        elif c.flavor in ("xml", "csv"):
+            losses.append(f"arguments written as {c.flavor}-escaped JSON are not unescaped; only plain JSON is read")
         field["transform"] = _function("{name}", "{content}", "{id}" if has_id else None)
         if has_id and "{call_id}" in c.header:
             losses.append("the optional native call id is required by the transform when present in the header; "

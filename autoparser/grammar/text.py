@@ -239,13 +239,20 @@ class _Builder:
         key = self.key_expr(flavor, None)
         if value not in r.rules:
             r.define(value, f"{obj} | {arr} | {string} | {number} | {boolean} | {null}")
-            r.define(obj, f'"{{" {ws} ( {key} {ws} ":" {ws} {value} {ws} ( "," {ws} {key} {ws} ":" {ws} '
+            kv, sep = self.seps(flavor)
+            r.define(obj, f'"{{" {ws} ( {key} {ws} {kv} {ws} {value} {ws} ( {sep} {ws} {key} {ws} {kv} {ws} '
                           f'{value} {ws} )* )? "}}"')
-            r.define(arr, f'"[" {ws} ( {value} {ws} ( "," {ws} {value} {ws} )* )? "]"')
+            r.define(arr, f'"[" {ws} ( {value} {ws} ( {sep} {ws} {value} {ws} )* )? "]"')
         return {"string": string, "integer": integer, "number": number, "boolean": boolean, "null": null,
                 "value": value, "jstring": jstring}
 
     codec_string_delims: tuple[tuple[str, str], ...] = ()
+    codec_relaxed_seps: tuple[str, str] = (":", ",")
+
+    def seps(self, flavor: Flavor) -> tuple[str, str]:
+        """The key/value and member separators of an object (a relaxed object's may be others)."""
+        kv, sep = self.codec_relaxed_seps if flavor == "relaxed" else (":", ",")
+        return _lit(kv), _lit(sep)
 
     def key_expr(self, flavor: Flavor, key: str | None) -> str:
         """An object key: a literal one, or any key when ``key`` is None."""
@@ -255,7 +262,9 @@ class _Builder:
             return f"( {_lit(repr(key))} | {_lit(json.dumps(key))} )"
         if flavor == "relaxed":
             if key is None:
-                return self.r.add("relaxed-key", '"\\"" [^"]* "\\"" | [^ \\t\\r\\n{}\\[\\],:"]+')
+                bare = "".join(dict.fromkeys(",:" + "".join(x[0] for x in self.codec_relaxed_seps)))
+                return self.r.add("relaxed-key", '"\\"" [^"]* "\\"" | [^ \\t\\r\\n{}\\[\\]'
+                                  + bare.replace("\\", "\\\\").replace("]", "\\]") + '"]+')
             return f"( {_lit(key)} | {_lit(json.dumps(key))} )"
         if key is None:
             return "json-string"
@@ -308,8 +317,9 @@ class _Builder:
             alts.append(b["null"])
         elif types == "array":
             item = self.value(schema.get("items"), flavor, hint + "-item")
+            sep = self.seps(flavor)[1]
             alts.append(self.r.add(hint + "-array",
-                                   f'"[" {self.ws} ( {item} {self.ws} ( "," {self.ws} {item} {self.ws} )* )? "]"'))
+                                   f'"[" {self.ws} ( {item} {self.ws} ( {sep} {self.ws} {item} {self.ws} )* )? "]"'))
         elif types == "object":
             alts.append(self.obj(schema, flavor, hint))
         else:
@@ -351,10 +361,12 @@ class _Builder:
                 return self.r.add(hint + "-empty", f'"{{" {ws} "}}"')
             return self.base(flavor)["value"].replace("-value", "-object")
 
-        def item(k: str, sub: Any) -> str:
-            return f'{self.key_expr(flavor, k)} {ws} ":" {ws} {self.value(sub, flavor, hint + "-" + k)}'
+        kv, sep = self.seps(flavor)
 
-        inner = self.props(schema, item, f'{ws} "," {ws}', hint)
+        def item(k: str, sub: Any) -> str:
+            return f'{self.key_expr(flavor, k)} {ws} {kv} {ws} {self.value(sub, flavor, hint + "-" + k)}'
+
+        inner = self.props(schema, item, f'{ws} {sep} {ws}', hint)
         return self.r.add(hint + "-obj", f'"{{" {ws} {inner} {ws} "}}"')
 
     def args_object(self, name: str | None, flavor: Flavor) -> str:
@@ -488,9 +500,13 @@ class _Builder:
         flavor: Flavor = "relaxed" if c.flavor == "relaxed" else "json"
         if flavor == "relaxed":
             self.codec_string_delims = c.string_delims
+            self.codec_relaxed_seps = c.relaxed_seps
         calls = []
         for name in self.names():
-            trailer = f" {ws} {self.pattern(c.trailer.strip(_WS_CHARS))}" if c.trailer.strip(_WS_CHARS) else ""
+            # a trailer that repeats the name ('</{name}>') writes the same name again
+            trailer = (f" {ws} " + f" {self.name_expr(name)} ".join(
+                self.pattern(t) if t else '""' for t in c.trailer.strip(_WS_CHARS).split("{name}"))
+                if c.trailer.strip(_WS_CHARS) else "")
             calls.append(self.r.add(f"{hint}-{name or 'any'}",
                                     f"{self.header(c, name)} {ws} {self.args_object(name, flavor)}{trailer}"))
         return self.r.add(f"{hint}-call", " | ".join(calls))

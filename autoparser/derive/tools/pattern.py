@@ -32,7 +32,7 @@ from ..induce import number_slot, slotted
 from ..markup import common_prefix, common_suffix, split_open_header
 from ..probes import INT1, KEY1, KEY2, NAME1, NAME2, VAL1, VAL2, call_id
 from ..rules import Rule
-from .layout import markers, tool_spec
+from .layout import balanced_cut, markers, tool_spec
 
 __all__ = ["RULES", "read_patterns"]
 
@@ -56,13 +56,21 @@ HEAD_LOOKAHEAD = Rule("tools.pattern_head_lookahead", "tools.markers",
                       "a call head too short to be a marker is where a call is tried, kept as the call's text")
 ENCODINGS_PROPOSED = Rule("tools.pattern_encodings", "tools.codec",
                           "the probe value's quoting narrows the value encodings: the search tests those left")
-RULES = (PATTERN, TYPE_SLOT, KEY_REPEATED, HEAD_TAIL, HEAD_CONSUMED, HEAD_LOOKAHEAD, NUMBERED, LINE_TAIL,
-         ENCODINGS_PROPOSED)
+INDENTED = Rule("tools.pattern_indented_block", "tools.codec",
+                "arguments that each open with a line break and the same indentation are an indented block")
+OPEN_ENDS = Rule("tools.pattern_open_ends_call", "tools.codec",
+                 "a call that nothing closes ends where the next call opens")
+POSITIONAL = Rule("tools.pattern_positional", "tools.codec",
+                  "values written without their keys are the tool's parameters in the schema's order")
+TAG_CUT = Rule("tools.pattern_tag_cut", "tools.codec",
+               "text that both closes an argument and opens the next is cut where the close's brackets balance")
+RULES = (PATTERN, POSITIONAL, INDENTED, OPEN_ENDS, TAG_CUT, TYPE_SLOT, KEY_REPEATED, HEAD_TAIL, HEAD_CONSUMED,
+         HEAD_LOOKAHEAD, NUMBERED, LINE_TAIL, ENCODINGS_PROPOSED)
 
 # slot placeholders while aligning (private-use characters: no bracket or word meaning)
 _N, _K, _V, _T, _I = "\ue000", "\ue001", "\ue002", "\ue003", "\ue004"
 _SLOTS = {_N: "{name}", _K: "{key}", _V: "{value}", _T: "{type}", _I: "{call_id}"}
-_FAMILIES = {'"': ("json", "python", "toml"), "'": ("python",), "": ("raw", "xml", "percent", "shell")}
+_FAMILIES = {'"': ("json", "python", "toml"), "'": ("python", "shell"), "": ("raw", "xml", "percent", "shell")}
 
 
 @dataclass(frozen=True)
@@ -136,8 +144,60 @@ def read_patterns(b1: str, b2: str | None, f: Findings) -> list[tuple[str, ToolS
     s1 = slotted(b1, ids).replace("{call_id}", _I)
     s2 = slotted(slotted(b2, ids), {"call_id": call_id(2)}).replace("{call_id}", _I) if b2 else None
     quote = next((q for q in ('"', "'") if q + VAL1 + q in s1), "")
+    if quote and KEY1 not in s1 and KEY2 not in s1:
+        return _read_positional(s1, s2, b1, f, quote)
     out = _read(s1, s2, b1, f, quote)
     return out + _read(s1, s2, b1, f, "") if quote else out
+
+
+def _read_positional(s1: str, s2: str | None, b1: str, f: Findings, quote: str
+                     ) -> list[tuple[str, ToolSpec, Findings]]:
+    """Values without their keys (``NAME("v", 7)``): the string and the integer are two instances
+    of one argument template ``P {value} R`` with the separator between them, as in ``_read``; the
+    n-th value is the tool's n-th parameter. Only literal encodings (values that end by
+    themselves) can be told apart without keys."""
+    n = s1.find(NAME1)
+    v1 = s1.find(quote + VAL1 + quote, n) if n >= 0 else -1
+    if v1 < 0:
+        return []
+    v1e = v1 + len(VAL1) + 2 * len(quote)
+    m = re.compile(r"(?<![\w.])" + str(INT1) + r"(?![\w.])").search(s1, v1e)
+    if m is None:
+        return []
+    h, x, t = s1[n + len(NAME1):v1], s1[v1e:m.start()], s1[m.end():]
+    p, r = common_suffix(h, x), common_prefix(x, t)
+    while p and len(p) + len(r) > len(x):
+        p = p[1:]
+    sep = x[len(r): len(x) - len(p)]
+    if not sep.strip(_WS) or any(w in sep for w in (NAME1, NAME2, VAL1)):
+        return []
+    head = h[: len(h) - len(p)]
+    marker_text, header_prefix = _split_head(s1[:n])
+    z = t[len(r):]
+    mm: str | None = None
+    if s2 is not None:
+        e1 = s2.find(quote + VAL1 + quote)
+        k2 = s2.find(NAME2)
+        m1 = re.compile(r"(?<![\w.])" + str(INT1) + r"(?![\w.])").search(s2, e1) if e1 >= 0 else None
+        if m1 is not None and 0 <= m1.end() + len(r) <= k2:
+            mm = _split_head(s2[m1.end() + len(r):k2])[0]
+    call_text = header_prefix + "{name}" + head + "{args}"
+    arg = p + "{value}" + r
+    if _I in call_text or any(w in call_text + arg for w in (NAME1, NAME2, KEY1, KEY2, VAL1, VAL2)):
+        return []
+    g = f.fork()
+    mk = markers(marker_text, z, mm, g, name_in_header=False)
+    ends = tuple(t for t in f.strip if t.strip(_WS) and t in f.content_post)
+    out = []
+    for enc in ("json", "python", "toml") if quote == '"' else ("python",):
+        gg = g.fork()
+        pat = PatternSpec(call=call_text, arg=arg, arg_sep=sep, value=enc, ends=ends)
+        gg.fire(POSITIONAL, conf=0.8, snippet=b1[max(0, n):m.end() + 20],
+                text=f"values without keys: call {call_text!r}, argument {arg!r}, separator {sep!r}, values {enc}; "
+                     "the n-th value is the tool's n-th parameter")
+        spec = _head_as_marker(tool_spec(dict(mk), CodecSpec(kind="pattern", pattern=pat), gg), gg)
+        out.append((f"pattern/positional/{enc}", spec, gg))
+    return out
 
 
 def _read(s1: str, s2: str | None, b1: str, f: Findings, quote: str) -> list[tuple[str, ToolSpec, Findings]]:
@@ -169,6 +229,24 @@ def _read(s1: str, s2: str | None, b1: str, f: Findings, quote: str) -> list[tup
     p = common_suffix(_typed(h, words, 0), _typed(x, words, 1))
     r = common_prefix(_typed(x, words, 0).replace(KEY1, _K), _typed(t, words, 1).replace(KEY2, _K))
     len_r = _raw_len(r, words, 0, KEY1)
+    over = _raw_len(p, words, 1, KEY2) + len_r - len(x)
+    if over > 0 and re.fullmatch(r"\n[ \t]+", p[: over + 1] + p[over + 1:].split(_K, 1)[0].split(_T, 1)[0]) \
+            and not r[len(r) - over:].strip(_WS):
+        # a line break and an indentation both open the argument (an indented block of 'key: value'
+        # lines): the open keeps the shared line break, so a line with less indentation ends the block
+        r = r[: len(r) - over]
+        len_r -= over
+        g.fire(INDENTED, snippet=p, text=f"arguments are lines indented by {len(p) - 1} columns")
+    if words is None and over > 0 and len(p) + len(r) > len(x.replace(KEY1, _K)):
+        # overlapping ('</k>\n<' both closes one argument and opens the next): cut between two
+        # tags, where the close's brackets balance
+        xk = x.replace(KEY1, _K)
+        k = balanced_cut(xk, len(xk) - len(p), len(r))
+        if k > 0 and xk[:k] == r[:k]:
+            r, p = xk[:k], xk[k:]
+            len_r = _raw_len(r, words, 0, KEY1)
+            g.fire(TAG_CUT, snippet=x,
+                   text=f"between two arguments {x!r}: the close {r.replace(_K, '{key}')!r}, the open {p!r}")
     while p and _raw_len(p, words, 1, KEY2) + len_r > len(x):
         p = p[1:]  # overlapping: the close keeps the shared text
     sep = x[len_r: len(x) - _raw_len(p, words, 1, KEY2)]
@@ -252,6 +330,14 @@ def _read(s1: str, s2: str | None, b1: str, f: Findings, quote: str) -> list[tup
         gg.fire(PATTERN, conf=0.9, snippet=b1[c.name:c.v2[1] + 20],
                 text=f"call {call_text!r}, argument {arg!r}, separator {sep!r}, values {enc}")
         spec = _head_as_marker(tool_spec(dict(mk), CodecSpec(kind="pattern", pattern=pat), gg), gg)
+        if spec.call_open and not spec.call_close and spec.codec.pattern is not None and (
+                enc in _FAMILIES['"'] or all(len(o) > 1 and any(ch.isalnum() for ch in o) for o in spec.call_open)):
+            # nothing closes a call: the next call's opener ends it (outside a value; a text value
+            # ends at it only where it is a word, not punctuation such as a '[' the value may hold)
+            spec = replace(spec, codec=replace(spec.codec, pattern=replace(
+                spec.codec.pattern, ends=tuple(dict.fromkeys((*spec.codec.pattern.ends, *spec.call_open))))))
+            gg.fire(OPEN_ENDS, snippet=spec.call_open[0],
+                    text=f"nothing closes a call: {spec.call_open[0]!r}, which opens the next, ends it")
         out.append((f"pattern/{enc}", spec, gg))
     return out
 

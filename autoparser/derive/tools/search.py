@@ -88,10 +88,11 @@ def _value(rng: random.Random, kind: str, extra: tuple[str, ...]) -> Any:
 
 
 def samples(pr: Prober, shape: CallShape, markers: tuple[str, ...], n: int = SAMPLES,
-            seed: int = 11, tame: bool = False) -> list[Sample]:
+            seed: int = 11, tame: bool = False, positional: bool = False) -> list[Sample]:
     """``n`` random call turns rendered (turns the template refuses are left out). ``tame``: one
     string argument (a plain word, or text that needs escaping), one or two calls, no content:
-    what every reading of a format must parse."""
+    what every reading of a format must parse. ``positional``: the arguments are the schema's
+    first parameters, in its order (all that values without keys can say)."""
     rng = random.Random(seed)
     out = []
     keys = ["city"] if tame else list(_PARAMS)
@@ -100,6 +101,8 @@ def samples(pr: Prober, shape: CallShape, markers: tuple[str, ...], n: int = SAM
         for _ in range(1 + i % 2 if tame else 1 + i % 4 if i < 4 else rng.randint(1, 3)):
             chosen = ["city", *rng.sample(keys[1:], rng.randint(0, 3))] if not tame else ["city"]
             rng.shuffle(chosen)
+            if positional:
+                chosen = keys[:len(chosen)]
             extra = markers if i == n - 1 and not tame else ()
             calls.append({"name": rng.choice(_NAMES),
                           "arguments": {k: (rng.choice(_TAME[i % 2]) if tame and k == "city"
@@ -121,6 +124,12 @@ def samples(pr: Prober, shape: CallShape, markers: tuple[str, ...], n: int = SAM
             continue
         out.append(Sample(p.span, calls, content, ids if shape.ids and not shape.id_is_name else []))
     return out
+
+
+def _positional(p: Proposal) -> bool:
+    """A reading whose values carry no keys (the n-th value is the n-th parameter)."""
+    pat = p.spec.codec.pattern
+    return pat is not None and "{args}" in pat.call and "{key}" not in pat.arg
 
 
 def _norm(s: str) -> str:
@@ -173,10 +182,10 @@ def _loads(prof: Profile) -> bool:
 
 def choose(pr: Prober, f: Findings, shape: CallShape, proposals: list[Proposal], block: str) -> Proposal:
     """The proposal the template's own renders confirm best (see the module docstring)."""
-    if len(proposals) == 1:
-        return proposals[0]
-    ranked = sorted(proposals, key=lambda p: p.rank)
     guessed = f.reasoning is not None and f.confidence.get("reasoning", 1.0) <= 0.6
+    if len(proposals) == 1 and not guessed:
+        return proposals[0]  # (one reading, and no guessed reasoning block to test with it)
+    ranked = sorted(proposals, key=lambda p: p.rank)
     # named codecs stay where they reproduce plain renders (they carry the peers' recovery rules):
     # the first that parses every tame turn back wins at once
     tame = samples(pr, shape, (), n=4, seed=5, tame=True)
@@ -192,6 +201,7 @@ def choose(pr: Prober, f: Findings, shape: CallShape, proposals: list[Proposal],
     turns = tame + samples(pr, shape, markers)
     if not turns:
         return ranked[0]
+    by_order = tame + samples(pr, shape, markers, positional=True) if any(_positional(p) for p in ranked) else []
     # a reasoning block only guessed (the closing form of the prompt's last tag) is a hypothesis too
     results: list[tuple[int, Proposal, str, bool]] = []
     for p in ranked:
@@ -200,7 +210,10 @@ def choose(pr: Prober, f: Findings, shape: CallShape, proposals: list[Proposal],
             if not _loads(prof):
                 p.findings.fire(INVALID, text=f"{p.label}: the reading breaks the profile's loading rules")
                 break
-            got, why = score(prof, turns)
+            use = by_order if _positional(p) else turns
+            got, why = score(prof, use)
+            # (scored on as many turns as the others, so the counts compare)
+            got = round(got * len(turns) / len(use)) if use else 0
             results.append((got, p, why, with_reasoning))
             if got == len(turns):
                 break

@@ -12,14 +12,15 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from ...profile import ToolSpec
+from ...profile import Profile, ToolSpec
 from ..extract import Findings, find_content
-from ..probes import ARGS1, ARGS2, NAME1, NAME2, VAL1, CallShape, Prober, call, tools_for
+from ..markup import marker_tokens
+from ..probes import ARGS1, ARGS2, CONTENT, NAME1, NAME2, VAL1, CallShape, Prober, call, tools_for
 from ..reasoning import find_reasoning
 from ..rules import Rule
 from .blocks import after_reasoning, call_block, empty_content_wrapper
 from .proposals import propose
-from .search import choose
+from .search import choose, samples, score
 
 __all__ = ["RULES", "find_tools"]
 
@@ -46,7 +47,13 @@ SHAPE_UNREAD = Rule("tools.shape_unread", "tools",
 
 ID_FOR_NAME = Rule("tools.id_for_name", "tools.codec",
                    "with ids equal to the names, where the name shows the template wrote the id: an id slot")
-RULES = (FLAT_LIST, NAMELESS, UNEXPLAINED, NO_CALLS, PY_DICT, SHAPE_UNREAD, ID_FOR_NAME)
+PY_LITERAL = Rule("tools.python_literal_arguments", "tools.codec",
+                  "arguments a template prints as JSON from a string and as a Python dict from a mapping are "
+                  "read either way, when the dict renders parse back too")
+NEW_MESSAGE = Rule("end_of_turn.new_message_header", "end_of_turn",
+                   "a message header written again between a call turn's content and its calls starts a new "
+                   "message: strip it")
+RULES = (FLAT_LIST, NAMELESS, UNEXPLAINED, NO_CALLS, PY_DICT, PY_LITERAL, NEW_MESSAGE, SHAPE_UNREAD, ID_FOR_NAME)
 
 
 def find_tools(pr: Prober, f: Findings) -> None:
@@ -103,6 +110,7 @@ def find_tools(pr: Prober, f: Findings) -> None:
 
 def _first_rendering(pr: Prober, f: Findings, attempts: list[CallShape], tools: list[dict[str, Any]]) -> bool:
     """Try the call shapes in order; the first whose renders a codec explains sets ``f.tools``."""
+    py_shape: CallShape | None = None  # the first shape whose renders print a Python dict
     for a in attempts:
         pr.permissive = a.permissive
         kw = a.context()
@@ -114,6 +122,7 @@ def _first_rendering(pr: Prober, f: Findings, attempts: list[CallShape], tools: 
             # arguments printed as a Python dict (str() of a mapping): an artefact of how the template
             # was called, not the model's format; the string-arguments shape shows the real one
             f.fire(PY_DICT, snippet=p1.span, text=f"with {a.label} the template prints the arguments as a Python dict")
+            py_shape = py_shape or a
             continue
         p2 = pr.turn(f"2 calls ({a.label})", a.message([a.call(NAME1, ARGS1, 1), a.call(NAME2, ARGS2, 2)]),
                      tools=tools, **kw)
@@ -132,9 +141,13 @@ def _first_rendering(pr: Prober, f: Findings, attempts: list[CallShape], tools: 
             f.fire(SHAPE_UNREAD, snippet=b1,
                    text=f"with {a.label} calls render as {b1[:80]!r}, which no codec explains")
             continue
+        # (every reading places the markers the same way; before the search, so that it sees them)
+        _new_message_header(pr, [q.findings for q in proposals], a, proposals[0].spec, tools, kw)
         won = choose(pr, f, a, proposals, b1)
         f.adopt(won.findings)
         spec = won.spec
+        if py_shape is not None:
+            spec = _python_literals(pr, f, spec, py_shape)
         f.tools = spec
         f.call_shape = a
         if a.documents:
@@ -146,6 +159,58 @@ def _first_rendering(pr: Prober, f: Findings, attempts: list[CallShape], tools: 
                            context=kw)
         return True
     return False
+
+
+def _new_message_header(pr: Prober, readings: list[Findings], a: CallShape, spec: ToolSpec,
+                        tools: list[dict[str, Any]], kw: dict[str, Any]) -> None:
+    """A call turn with content written as messages (``CONTENT<end>`` then ``<header> to=NAME...``,
+    one per call): between the content and the first call stand the end of turn and the message
+    header again. Marker tokens there that are neither stripped nor call markers, and that the
+    separator between two calls ends with, start a new message and are stripped."""
+    if a.content is None or not spec.separators or not (spec.call_open or spec.section_open):
+        return  # (a message per call shows as a separator between two calls)
+    p = pr.turn(f"1 call with content, message header ({a.label})",
+                {**a.message([a.call(NAME1, ARGS1, 1)]), "content": CONTENT}, tools=tools, **kw)
+    f = readings[0]
+    f.probes.append(p)
+    if p.span is None or CONTENT not in p.span or NAME1 not in p.span:
+        return
+    start = p.span.index(CONTENT) + len(CONTENT)
+    n = p.span.find(NAME1, start)
+    opens = [k for m in (*spec.section_open, *spec.call_open) if (k := p.span.rfind(m, start, n)) >= 0]
+    if not opens:
+        return
+    gap = p.span[start:min(opens)]
+    # where the template starts each message: what it writes between two calls
+    heads = list(spec.separators)
+    for m in sorted(f.strip, key=len, reverse=True):  # (the end of turn may be glued to the header)
+        gap = gap.replace(m, " ") if m.strip(_WS) else gap
+    toks = [t for t in marker_tokens(gap) if t not in f.strip]
+    if not toks or not all(len(t) > 1 and not t.isalnum() and any(h.endswith(t) for h in heads if h)
+                           for t in toks):
+        return
+    for g in readings:
+        g.fire(NEW_MESSAGE, snippet=gap, text=f"{' '.join(toks)!r}, which starts each message, follows the content "
+                                             "of a call turn before its calls: a new message's header, stripped")
+        g.strip.extend(t for t in toks if t not in g.strip)
+
+
+def _python_literals(pr: Prober, f: Findings, spec: ToolSpec, py_shape: CallShape) -> ToolSpec:
+    """A JSON or name-then-JSON reading whose arguments the template prints as a Python dict when
+    they are a mapping: the ``python`` flavor (JSON or a Python literal), if it parses those
+    renders back."""
+    c = spec.codec
+    if c.kind not in ("name_json", "json") or c.flavor != "json":
+        return spec
+    variant = replace(spec, codec=replace(c, flavor="python"))
+    turns = samples(pr, py_shape, (), n=4, seed=7)
+    got = score(Profile(reasoning=f.reasoning, strip=tuple(f.strip), tools=variant), turns)[0] if turns else 0
+    if not turns or got < len(turns):
+        return spec
+    f.fire(PY_LITERAL, snippet=turns[0].span,
+           text=f"with {py_shape.label} the arguments print as a Python dict; read as JSON or a Python literal, "
+                f"{got}/{len(turns)} such random call turns parse back")
+    return variant
 
 
 def _id_for_name(spec: ToolSpec, f: Findings) -> ToolSpec | None:

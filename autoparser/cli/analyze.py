@@ -9,9 +9,9 @@ import time
 from pathlib import Path
 from typing import Any, TextIO
 
-from ..cli import announce_cache, command
 from ..errors import AutoparserError, SourceError
 from ..profile import Profile
+from . import announce_cache, command
 
 __all__ = ["fit_path", "main_analyze", "main_scan"]
 

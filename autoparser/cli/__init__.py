@@ -1,5 +1,8 @@
 """The ``autoparse`` command line: the table of sub-commands, and how every one of them fails.
 
+This package holds the command line; the library below it (``derive/``, the engine, the loaders)
+never imports it. ``analyze.py`` has ``autoparse PATH`` and ``autoparse scan``.
+
 Rules:
 
 - The sub-commands are the rows of :data:`COMMANDS` (name, ``module:function``, usage line); a new
@@ -27,7 +30,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TextIO
 
-from .errors import (
+from ..errors import (
     AutoparserError,
     OptionError,
     ProfileError,
@@ -51,7 +54,7 @@ class Command:
     summary: str
 
 
-ANALYZE = Command("", "autoparser.derive.cli:main_analyze", "PATH [--json] [--explain] [--emit FORMAT] [-o FILE]",
+ANALYZE = Command("", "autoparser.cli.analyze:main_analyze", "PATH [--json] [--explain] [--emit FORMAT] [-o FILE]",
                   "derive a model's profile from its chat template (model dir, .jinja, .gguf, OpenVINO IR)")
 
 COMMANDS: tuple[Command, ...] = (
@@ -59,7 +62,7 @@ COMMANDS: tuple[Command, ...] = (
             "parse --profile SPEC [--tools FILE] [--stream] [--reasoning MODE] [--strict]",
             "parse raw model output from stdin into an OpenAI message (or events)"),
     Command("dialects", "autoparser.cli:main_dialects", "dialects [--json]", "list the builtin dialects"),
-    Command("scan", "autoparser.derive.cli:main_scan", "scan PATH... [--json] [--engine ray]",
+    Command("scan", "autoparser.cli.analyze:main_scan", "scan PATH... [--json] [--engine ray]",
             "analyse many models or templates"),
     Command("batch", "autoparser.batch_cli:main_batch",
             "batch IN -o OUT (--profile SPEC | --profile-column COL)",
@@ -99,7 +102,7 @@ def _usage() -> str:
     lines = ["usage: autoparse [--version] [--debug] COMMAND ...", ""]
     for use, summary in rows:
         lines += [f"  {use}", f"      {summary}"]
-    from .specs import SPEC_HELP
+    from ..specs import SPEC_HELP
 
     lines += ["", f"SPEC (a profile): {SPEC_HELP}.", "`autoparse COMMAND --help` shows a command's options.",
               "Exit status: 0 done, 2 bad command line or input files, 1 failed, 130 interrupted.", ""]
@@ -204,9 +207,9 @@ def version_report() -> str:
     from importlib import metadata
     from pathlib import Path
 
-    from . import __file__ as package_file
-    from . import __version__
-    from .cache import cache_directory
+    from .. import __file__ as package_file
+    from .. import __version__
+    from ..cache import cache_directory
 
     lines = [f"autoparser {__version__} (python {platform.python_version()}, {Path(package_file).parent})",
              "optional engines:"]
@@ -228,7 +231,7 @@ def announce_cache(prog: str = "autoparse") -> None:
     ``AUTOPARSER_CACHE_DIR`` chose the place or turned the cache off)."""
     import os
 
-    from .cache import CACHE_ENV, cache_directory
+    from ..cache import CACHE_ENV, cache_directory
 
     directory = cache_directory()
     if directory is not None and CACHE_ENV not in os.environ and not directory.exists():
@@ -240,7 +243,7 @@ def announce_cache(prog: str = "autoparse") -> None:
 
 @command("autoparse parse")
 def main_parse(argv: list[str], stdin: TextIO | None = None, stdout: TextIO | None = None) -> int:
-    from .specs import SPEC_HELP
+    from ..specs import SPEC_HELP
 
     stdin = stdin or sys.stdin
     stdout = stdout or sys.stdout
@@ -259,17 +262,17 @@ def main_parse(argv: list[str], stdin: TextIO | None = None, stdout: TextIO | No
     ap.add_argument("--no-stream-arguments", action="store_true",
                     help="announce a tool call only once it is complete (fail-closed)")
     a = ap.parse_args(argv)
-    from .openai import message_from_result
-    from .specs import load_spec, source_of
+    from ..openai import message_from_result
+    from ..specs import load_spec, source_of
 
     tools = None
     if a.tools:
-        from .toolsfile import read_tools_file
+        from ..toolsfile import read_tools_file
 
         tools = read_tools_file(a.tools)
     cache = None
     if source_of(a.profile)[0].derived:
-        from .cache import default_cache
+        from ..cache import default_cache
 
         announce_cache("autoparse parse")
         cache = default_cache()
@@ -277,7 +280,7 @@ def main_parse(argv: list[str], stdin: TextIO | None = None, stdout: TextIO | No
     p = prof.parser(tools=tools, reasoning=a.reasoning, policy="strict" if a.strict else None,
                     stream_arguments=not a.no_stream_arguments)
     if a.stream:
-        from .events import coalesce
+        from ..events import coalesce
 
         for chunk in _stdin_chunks(stdin):
             for ev in coalesce(p.feed(chunk)):
@@ -333,7 +336,7 @@ def main_dialects(argv: list[str], stdout: TextIO | None = None) -> int:
     ap = argparse.ArgumentParser(prog="autoparse dialects", description="List the builtin dialects.")
     ap.add_argument("--json", action="store_true", help="one JSON list (name, families, aliases, description)")
     a = ap.parse_args(argv)
-    from .dialects import dialects
+    from ..dialects import dialects
 
     infos = dialects()
     if a.json:
@@ -345,7 +348,3 @@ def main_dialects(argv: list[str], stdout: TextIO | None = None) -> int:
         alias = f" (aliases: {', '.join(d.aliases)})" if d.aliases else ""
         stdout.write(f"{d.name:14} {', '.join(d.families)}{alias}\n")
     return 0
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
