@@ -148,7 +148,9 @@ def test_generated_outputs_parse_alike_with_and_without_shortcuts(
     chunks = [text[a:b] for a, b in zip([0, *bounds], [*bounds, len(text)], strict=True)]
     with pytest.MonkeyPatch.context() as monkeypatch:
         (fast_events, fast_res), (slow_events, slow_res) = both(monkeypatch, make, [text])
-        assert fast_events == slow_events
+        # (how the text of one feed is cut into content deltas is no guarantee: a held short call
+        # that turns out to be text comes out with what follows it)
+        assert coalesce(fast_events) == coalesce(slow_events)
         assert fast_res == slow_res
         (fast_events, fast_res), (slow_events, slow_res) = both(monkeypatch, make, chunks)
         assert coalesce(fast_events) == coalesce(slow_events)

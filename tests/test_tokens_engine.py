@@ -283,3 +283,20 @@ def test_accept_reads_lookalikes_as_text_mode_does(case: dict[str, Any]) -> None
     assert events == ref_events
     assert (res.content, res.reasoning, res.tool_calls) == (ref.content, ref.reasoning, ref.tool_calls)
     assert [i for i in res.issues if i.code != "lookalike_marker"] == ref.issues
+
+
+def test_a_lookalike_that_may_grow_into_a_longer_token_waits_for_the_text_that_decides() -> None:
+    # ']<]minimax[>[<' is a special token and the start of ']<]minimax[>[</': cut between the two,
+    # the ordinary text must still report one look-alike (the longer), as the whole text does
+    prof = get_profile("minimax-m3")
+    special = special_set(prof)
+    assert {"]<]minimax[>[<", "]<]minimax[>[</"} <= special
+    text = "see ]<]minimax[>[</ here"
+    cut = text.index("/")
+    _, whole = run(prof, [(text, False)], special)
+    _, pieces = run(prof, [(text[:cut], False), (text[cut:], False)], special)
+    _, at_end = run(prof, [(text[:cut], False)], special)
+    assert [(i.code, i.position) for i in whole.issues] == [(i.code, i.position) for i in pieces.issues] == [
+        ("lookalike_marker", 4)]
+    assert [i.message for i in pieces.issues] == [i.message for i in whole.issues]
+    assert [(i.code, i.position) for i in at_end.issues] == [("lookalike_marker", 4)]  # decided at close

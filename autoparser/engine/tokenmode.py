@@ -158,6 +158,9 @@ class TokenParser(Parser):
         self._at_sentinel: list[int] = []   # machine positions of the sentinels fed
         self._extra: list[int] = []         # original minus machine length once past each one
         self._lookalikes: list[Issue] = []
+        # where undecided look-alikes begin: one before it is reported, or none stands there; one
+        # at it may still grow into a longer token (``]<]minimax[>[<`` into ``]<]minimax[>[</``)
+        self._looked = 0
 
     # -- input ------------------------------------------------------------------------------------
     def feed(self, text: str, special: bool = False) -> list[Event]:
@@ -185,6 +188,7 @@ class TokenParser(Parser):
         return self._mapped(events) if events and self._at_sentinel else events
 
     def _feed_special(self, text: str) -> list[Event]:
+        self._settle_lookalikes()
         self._tail = ""  # a look-alike cannot span a special token
         mark = None if self._accept else self._view.sentinel.get(text)
         if mark is None:
@@ -193,19 +197,32 @@ class TokenParser(Parser):
         self._extra.append((self._extra[-1] if self._extra else 0) + len(text) - 1)
         return self._forward(mark, len(text))
 
-    def _find_lookalikes(self, w: str, tail: int) -> None:
+    def _find_lookalikes(self, w: str, tail: int, final: bool = False) -> None:
         """Record the look-alikes in ``w`` (the last ``tail`` characters of earlier text, then the
-        new chunk): the longest token at each position, except those that ended in the tail
-        (reported with the chunk they ended in)."""
+        new chunk): the longest token at each position not decided before (``_looked``). One that
+        reaches the end of ``w`` and is the start of a longer token waits (unless ``final``): the
+        text that follows decides which token stands there, the same on every chunking."""
         start = self._orig - tail
         action = "read as the marker" if self._accept else "kept as text"
-        for m in self._view.lookalike_re.finditer(w):
-            token = m.group(1)
-            if m.start() + len(token) <= tail:
-                continue
+        v = self._view
+        for m in v.lookalike_re.finditer(w):
             pos = start + m.start()
+            if pos < self._looked:
+                continue
+            token = m.group(1)
+            rest = w[m.start():]
+            if not final and len(rest) < v.longest and any(
+                    len(t) > len(token) and t.startswith(rest) for t in v.tokens):
+                self._looked = pos
+                return
+            self._looked = pos + 1
             msg = f"{token!r} written as ordinary text, not as the special token; {action}"
             self._record(IssueCode.lookalike_marker, msg, pos)
+
+    def _settle_lookalikes(self) -> None:
+        """Text ends here (a special token, or the end of output): what waited is decided."""
+        if self._tail and self._view.lookalike_re.search(self._tail) is not None:
+            self._find_lookalikes(self._tail, len(self._tail), final=True)
 
     def _record(self, code: IssueCode, message: str, pos: int) -> None:
         """An issue of token mode (in the output as given); raised when its policy field says so."""
@@ -223,6 +240,7 @@ class TokenParser(Parser):
         return self._mapped(events)
 
     def close(self) -> list[Event]:
+        self._settle_lookalikes()  # (its positions are the output's own: not moved)
         try:
             return self._mapped(super().close())
         except ParseError as exc:
