@@ -369,7 +369,14 @@ class _Header:
                 lead = _STRAY_RE.match(b)
                 s = b[lead.end():] if lead is not None else b
                 if not final and _lit_partial(self._pre_lit, s):
-                    return None
+                    # what may still be the prefix may also be a stop marker's beginning (the
+                    # prefix and a section's end share '<|tool'): hold it back as below, so the
+                    # text a rejected header read is never more than what it read as one chunk
+                    h = self._stops.holdback(b, old) if self._stops else len(b)
+                    if h == len(b):
+                        return None
+                    self.buf = b[:h]
+                    return "more", None, pos + (h - old)
                 return "bad", None, pos
             start = m.end()
         m2 = self._suf.search(b, start)
