@@ -917,7 +917,10 @@ class NameJsonBody(Body):
                     return "more", i
                 if text[i] != "{":
                     return self._reject(f"arguments start with {text[i]!r}", i)
-                fast = _decode_complete(text, i) if s.flavor != "relaxed" else None
+                # plain JSON is read at once where it means what the flavor's reading would; a
+                # CSV field's '""' is a quote, and plain JSON's empty string (the streamed
+                # reading, which cannot see the end, reads the quote: so must the whole text)
+                fast = _decode_complete(text, i) if s.flavor not in ("relaxed", "csv") else None
                 if fast is not None and isinstance(fast[0], dict):
                     self.calls = [ParsedCall(self.name or "", fast[0], self.cid)]
                     self.phase = "trailer"

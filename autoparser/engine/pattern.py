@@ -644,6 +644,10 @@ class PatternBody(Body):
         k = i
         while k < len(text) and text[k] in _WS:
             k += 1
+        if k == len(text) and not final:
+            # nothing in hand says whether an argument or the marker that ends the call comes
+            # next (an argument head with no text of its own matches anywhere)
+            return "more", i
         stop = self.stops.match_at(text, k, final)
         if stop is True:
             return "more", i
