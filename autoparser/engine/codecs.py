@@ -444,6 +444,12 @@ def _mark_element_ends(calls: list[ParsedCall], text: str, i: int) -> None:
 
 
 @lru_cache(maxsize=64)
+def _quoted(keys: tuple[str, ...]) -> tuple[str, ...]:
+    """Each key as it stands in JSON text, ``"name"``."""
+    return tuple(f'"{k}"' for k in keys)
+
+
+@lru_cache(maxsize=64)
 def _call_head(name_keys: tuple[str, ...], args_keys: tuple[str, ...]) -> re.Pattern[str]:
     """``{"name": "NAME", "arguments": {`` at the start of a call body: a complete name, then the
     arguments opening (so no id key can come between them)."""
@@ -551,11 +557,11 @@ class JsonBody(Body):
                 self.scanner = BalancedScanner("{[", (('"', '"', True), ("'", "'", True)), self.stops)
                 self._py_obj = self.streaming and first == "{"  # announced once its name is read
                 pos = i
-            elif (first == "{" and arr != "require") or (first == "[" and arr != "never"):
+            elif opens:
                 # the whole value may be here (it cannot be without a closing bracket): then the
                 # C decoder finds its end
                 fast = _decode_complete(text, i) if text.find("]" if first == "[" else "}", i) >= 0 else None
-                calls = self._calls_from(fast[0], text[i:fast[1]]) if fast is not None else None
+                calls = self._calls_from(fast[0], text, i, fast[1]) if fast is not None else None
                 if fast is not None and (calls is not None or not self.streaming):
                     # (streaming, a value that is no call goes the general way: a prefix of it
                     # may have announced a call, as it would have in pieces)
@@ -639,7 +645,7 @@ class JsonBody(Body):
             value = values.parse_python_literal(raw) if self.spec.flavor == "python" else json.loads(raw)
         except ValueError as e:
             return self._reject(f"call body is not valid JSON: {e}", j)
-        calls = self._calls_from(value, raw)
+        calls = self._calls_from(value, raw, 0, len(raw))
         if calls is None:
             return self._reject("JSON is not a call (no name or arguments)", j)
         for c in calls:
@@ -649,10 +655,10 @@ class JsonBody(Body):
         self.calls = calls
         return "done", j
 
-    def calls_from(self, value: Any, raw: str) -> list[ParsedCall] | None:
-        """The calls a complete decoded body (``raw``) holds (None: it is not a call); keeps no
-        state, so the machine's whole-call path reuses one body for every call."""
-        return self._calls_from(value, raw)
+    def calls_from(self, value: Any, text: str, start: int, end: int) -> list[ParsedCall] | None:
+        """The calls a complete decoded body (``text[start:end]``) holds (None: it is not a call);
+        keeps no state, so the machine's whole-call path reuses one body for every call."""
+        return self._calls_from(value, text, start, end)
 
     def _feed_short(self, text: str, pos: int, final: bool) -> tuple[Status, int] | None:
         """The start of an object body, read without the scanner while nothing can be decided.
@@ -685,7 +691,7 @@ class JsonBody(Body):
             self._held = [held]
             self._held_len = len(held)
             j = len(text) - (len(held) - end)
-            calls = self._calls_from(value, held[:end])
+            calls = self._calls_from(value, held, 0, end)
             if calls is None:
                 if self.call_name is None and self._stream_json and not self.spec.name_as_key:
                     # in pieces its head would have announced it (a second name key after the
@@ -711,8 +717,9 @@ class JsonBody(Body):
         if name is not None and self._name_ok(name):
             self.call_name = name
 
-    def _calls_from(self, value: Any, raw: str | None = None) -> list[ParsedCall] | None:
-        if raw is not None and self.streaming and type(value) is dict and self._renamed(value, raw):
+    def _calls_from(self, value: Any, text: str | None = None, start: int = 0, end: int = 0
+                    ) -> list[ParsedCall] | None:
+        if text is not None and self.streaming and type(value) is dict and self._renamed(value, text, start, end):
             return None
         items = value if isinstance(value, list) else [value]
         if isinstance(value, list) and self.spec.array == "never":
@@ -725,14 +732,17 @@ class JsonBody(Body):
             out.append(call)
         return out
 
-    def _renamed(self, value: dict[str, Any], raw: str) -> bool:
-        """Whether a second name key after the arguments renames the call: streaming announced
-        the first (``head_name``), the decoded object holds the last, so the body is malformed
-        (chunk invariance: the whole text must not read another name than its pieces did)."""
+    def _renamed(self, value: dict[str, Any], text: str, start: int, end: int) -> bool:
+        """Whether a second name key after the arguments renames the call (the body is
+        ``text[start:end]``): streaming announced the first (``head_name``), the decoded object
+        holds the last, so the body is malformed (chunk invariance: the whole text must not read
+        another name than its pieces did). Counted in place: no copy of the body per call."""
         keys = self.spec.name_keys
-        if not any(raw.count(f'"{k}"') > 1 for k in keys):
+        if not any(text.count(q, start, end) > 1 for q in _quoted(tuple(keys))):
             return False
-        announced = head_name(self.spec, raw.lstrip(_WS))
+        while start < end and text[start] in _WS:
+            start += 1
+        announced = head_name(self.spec, text, start)
         return announced is not None and all(value.get(k) != announced for k in keys if k in value)
 
     def _call_from(self, obj: Any) -> ParsedCall | None:

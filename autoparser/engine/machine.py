@@ -538,7 +538,7 @@ class Parser:
             made = make_body(t.codec, self._c.body_stops, self._schemas, streaming=self._stream)
             assert isinstance(made, JsonBody)
             body = self._decoder = made
-        calls = body.calls_from(value, w[k:j])
+        calls = body.calls_from(value, w, k, j)
         if not calls:
             return None
         # a complete call: the region path announces it here too, whatever follows
