@@ -113,15 +113,16 @@ def tool_calls_from_result(result: Result) -> list[dict[str, Any]]:
 
 
 def finish_reason(result: Result) -> FinishReason:
+    return _finish(any(tc.status == "truncated" for tc in result.tool_calls), bool(result.tool_calls),
+                   result.finish == "length")
+
+
+def _finish(truncated_call: bool, calls: bool, length: bool) -> FinishReason:
     """``length`` for a call cut off by the end of the output; else ``tool_calls`` beats ``length``:
     a client must run the complete calls it got even if the output was cut after them."""
-    if any(tc.status == "truncated" for tc in result.tool_calls):
+    if truncated_call:
         return "length"
-    if result.tool_calls:
-        return "tool_calls"
-    if result.finish == "length":
-        return "length"
-    return "stop"
+    return "tool_calls" if calls else "length" if length else "stop"
 
 
 def completion_from_result(
@@ -242,17 +243,8 @@ class ChunkStream:
         if not self._visible and not self._wire:  # no call: the content as it is, even empty
             out.append(self._chunk({"content": "".join(self._blank)}))
         self._blank = []
-        reason: FinishReason
-        if self._truncated_call:
-            reason = "length"
-        elif self._wire:
-            reason = "tool_calls"
-        elif length:
-            reason = "length"
-        else:
-            reason = "stop"
-        self._finish_reason = reason
-        out.append(self._chunk({}, reason))
+        self._finish_reason = _finish(self._truncated_call, bool(self._wire), length)
+        out.append(self._chunk({}, self._finish_reason))
         if usage is not None:
             final: dict[str, Any] = self._envelope([])
             final["usage"] = dict(usage)
@@ -342,13 +334,7 @@ def chunk_stream(
     Each event is pushed on its own so chunks come out as soon as events do; use
     :class:`ChunkStream` directly to push a feed's events as one batch.
     """
-    cs = ChunkStream(
-        model=model,
-        id=id,
-        created=created,
-        include_usage=usage is not None,
-        reasoning_key=reasoning_key,
-    )
+    cs = ChunkStream(model=model, id=id, created=created, include_usage=usage is not None, reasoning_key=reasoning_key)
     yield from cs.start()
     for ev in events:
         yield from cs.push((ev,))
