@@ -24,7 +24,6 @@ How to declare a rule and emit evidence (the API for every rule module)::
     def find_something(pr, f):           # f is a derive.extract.Findings
         ...
         f.fire(SPLIT, snippet=post, text=f"split {post!r} into {a!r} and {b!r}", conf=0.95)
-        f.say("tools", 0.3, "...")      # legacy: evidence from no registered rule (rule == "")
 
     # then add "mymodule" to RULE_MODULES below.
 
