@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from .batch import OUTPUT_COLUMNS, Parse, ProfileResolver, RowError
-from .cli import announce_cache, command
+from .cli import announce_cache, command, load_profile
 from .errors import SourceError, UsageError
 
 __all__ = ["ParseLines", "Stats", "check_columns", "main_batch", "parse_lines", "run_batch", "scan_paths_ray"]
@@ -373,6 +373,7 @@ def run_batch(job: BatchJob, *, engine: str = "local", address: str | None = Non
 @command("autoparse batch")
 def main_batch(argv: list[str], out: TextIO | None = None) -> int:
     from .specs import SPEC_HELP
+    from .toolsfile import read_tools_file
 
     out = out or sys.stdout
     ap = argparse.ArgumentParser(prog="autoparse batch", description="Parse a JSONL or Parquet file of raw "
@@ -400,24 +401,14 @@ def main_batch(argv: list[str], out: TextIO | None = None) -> int:
     if not Path(a.input).is_file():
         raise SourceError(a.input, "is a directory, expected a file" if Path(a.input).is_dir()
                           else "no such file")
-    tool_list = None
-    if a.tools:
-        from .toolsfile import read_tools_file
-
-        tool_list = read_tools_file(a.tools)
+    tool_list = read_tools_file(a.tools) if a.tools else None
     if a.engine == "ray":
         import ray  # noqa: F401  (missing: exit 2 with the extra to install, before any work)
     columns = [c for c in (a.text_column, a.profile_column, a.tools_column) if c]
     check_columns(a.input, columns)
     profile = None
     if a.profile:  # one profile for every row: a bad one is a bad command, not a million bad rows
-        from .cache import default_cache
-        from .specs import load_spec, source_of
-
-        derived = source_of(a.profile)[0].derived
-        if derived:
-            announce_cache("autoparse batch")
-        profile = load_spec(a.profile, known=not a.pure, cache=default_cache() if derived else None)
+        profile = load_profile(a.profile, known=not a.pure, prog="autoparse batch")
     else:
         announce_cache("autoparse batch")
     options = {"text_column": a.text_column, "profile": profile, "profile_column": a.profile_column,

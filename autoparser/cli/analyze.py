@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 import time
@@ -29,6 +30,7 @@ def _analyze_path(path: str, known: bool, refresh: bool = False) -> tuple[Any, A
 @command("autoparse")
 def main_analyze(argv: list[str], out: TextIO | None = None) -> int:
     from ..export import FORMATS
+    from ..toolsfile import read_tools_file
 
     out = out or sys.stdout
     ap = argparse.ArgumentParser(prog="autoparse", description="Derive a model's output protocol from its "
@@ -48,11 +50,7 @@ def main_analyze(argv: list[str], out: TextIO | None = None) -> int:
                          "directory, or PATH.autoparser.json beside a file)")
     ap.add_argument("--no-save", action="store_true", help=argparse.SUPPRESS)  # the old default wrote; now a no-op
     a = ap.parse_args(argv)
-    tools = None
-    if a.tools:
-        from ..toolsfile import read_tools_file
-
-        tools = read_tools_file(a.tools)  # before the analysis: a bad file is the cheaper mistake
+    tools = read_tools_file(a.tools) if a.tools else None  # before the analysis: a bad file is the cheaper mistake
     announce_cache()
     # --explain and --json show how the profile was derived: the cache keeps only the profile
     src, an = _analyze_path(a.path, known=not a.pure, refresh=a.explain or a.json)
@@ -192,7 +190,8 @@ def main_scan(argv: list[str], out: TextIO | None = None) -> int:
     if a.engine == "ray":
         from ..batch_cli import scan_paths_ray
 
-        rows = scan_paths_ray([str(f) for f in files], _scan_pure if a.pure else _scan_row, address=a.address)
+        rows = scan_paths_ray([str(f) for f in files], functools.partial(_scan_row, known=not a.pure),
+                              address=a.address)
         if a.json:
             out.writelines(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
     for i, f in enumerate(files if a.engine == "local" else [], 1):
@@ -260,10 +259,6 @@ def _scan_row(path: str, known: bool = True) -> dict[str, Any]:
                 "cached": bool(getattr(an, "cached", False))}
     except AutoparserError as e:
         return {"path": path, "error": str(e)}  # the whole cause: scan --json keeps it
-
-
-def _scan_pure(path: str) -> dict[str, Any]:
-    return _scan_row(path, known=False)
 
 
 def _is_model_dir(p: Path) -> bool:
