@@ -72,7 +72,7 @@ COMMANDS: tuple[Command, ...] = (
             "parse a JSONL or Parquet file of completions"),
     Command("verify", "autoparser.live.verify:main_verify", "verify [PATH] [--dialect NAME ...]",
             "check a profile against live OpenVINO GenAI output"),
-    Command("resolve", "autoparser.export.resolve_cli:main_resolve", "resolve --for HOST MODEL [--json]",
+    Command("resolve", "autoparser.cli.analyze:main_resolve", "resolve --for HOST MODEL [--json]",
             "which of a host's own parsers fits a model, with what flags, or none and why"),
     Command("demo", "autoparser.demo:main_demo", "demo [--offline]",
             "show the parser at work on a live model (or bundled examples)"),
