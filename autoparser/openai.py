@@ -92,13 +92,10 @@ def _message(
 
 
 def message_from_result(result: Result, *, reasoning_key: str = _DEFAULT_REASONING_KEY) -> dict[str, Any]:
-    """The assistant message OpenAI's Chat Completions API would return for ``result``.
-
-    ``content`` is ``None`` when there are tool calls and the content is empty or whitespace only
-    (such as the newline between two calls); otherwise it is the parsed content unchanged.
-    Arguments are serialised with :attr:`ToolCall.arguments_json` (``ensure_ascii=False``), which
-    is what the wire carries; compare parsed JSON, not strings, against a stream whose argument
-    fragments came from the model's own formatting.
+    """The assistant message OpenAI's Chat Completions API would return for ``result`` (``content``
+    as the module's conventions say). Arguments are serialised with :attr:`ToolCall.arguments_json`
+    (``ensure_ascii=False``), which is what the wire carries; compare parsed JSON, not strings,
+    against a stream whose argument fragments came from the model's own formatting.
     """
     calls = tool_calls_from_result(result)
     content = None if calls and _blank(result.content) else result.content
@@ -173,12 +170,10 @@ class ChunkStream:
 
     The first chunk is ``delta={"role": "assistant", "content": None}``; :meth:`start` emits it
     early for servers that want to flush headers before the model speaks, otherwise the first
-    :meth:`push` or :meth:`finish` does. Content that is whitespace only is held until visible
-    text follows (then sent with it) or the end (then sent only if no call came, ``""`` if there
-    was none): so a client folding the chunks gets :func:`message_from_result`'s content, ``None``
-    for a tool-call turn. Adjacent deltas of one kind within a single :meth:`push` share a chunk,
-    so a feed that yields many small events costs one SSE frame per kind rather than one per
-    event; empty deltas produce nothing.
+    :meth:`push` or :meth:`finish` does. Whitespace-only content is held as the module's
+    conventions say, so a client folding the chunks gets :func:`message_from_result`'s. Adjacent
+    deltas of one kind within a single :meth:`push` share a chunk, so a feed that yields many small
+    events costs one SSE frame per kind rather than one per event; empty deltas produce nothing.
     """
 
     def __init__(
