@@ -213,7 +213,7 @@ class Budget:
             return self._children(value)
         return None
 
-    def json_size(self, value: object, indent: int, separator: int) -> int:
+    def json_size(self, value: object, indent: int, separator: int) -> None:
         """Estimated size of indented JSON: every element costs ``separator`` plus its indentation.
 
         Walks the expanded structure (depth matters for indentation, so no memo), which is bounded
@@ -238,7 +238,6 @@ class Budget:
             if total > limit:
                 break
         self.check_size(total, "the JSON text")
-        return total
 
 
 _CURRENT: ContextVar[Budget | None] = ContextVar("autoparser_template_budget", default=None)
