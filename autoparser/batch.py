@@ -247,13 +247,9 @@ class Parse:
         raise TypeError(f"expected a pyarrow.Table, pandas.DataFrame, dict of columns or list of rows, "
                         f"got {type(batch).__name__}")
 
-    def _wanted(self) -> list[str]:
-        s = self._source
-        return [c for c in (self.text_column, s.profile_column, s.tools_column) if c is not None]
-
     def _check_names(self, names: Iterable[str]) -> None:
-        have = set(names)
-        missing = [c for c in self._wanted() if c not in have]
+        have, s = set(names), self._source
+        missing = [c for c in (self.text_column, s.profile_column, s.tools_column) if c is not None and c not in have]
         if missing:
             raise UsageError(f"the batch has no column {missing[0]!r} (it has {sorted(have)})")
         clash = [c for c in self.columns if c in have]

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from .batch import OUTPUT_COLUMNS, Parse, ProfileResolver, RowError
-from .cli import announce_cache, command
+from .cli import announce_cache, command, load_profile
 from .errors import SourceError, UsageError
 
 __all__ = ["ParseLines", "Stats", "check_columns", "main_batch", "parse_lines", "run_batch", "scan_paths_ray"]
@@ -42,7 +42,7 @@ _FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl", ".parquet":
 def _format_of(path: str) -> str:
     fmt = _FORMATS.get(Path(path).suffix.lower())
     if fmt is None:
-        raise ValueError(f"{path}: cannot tell the format from the extension (use .jsonl or .parquet)")
+        raise UsageError(f"{path}: cannot tell the format from the extension (use .jsonl or .parquet)")
     return fmt
 
 
@@ -206,8 +206,8 @@ class _Writer:
 class _Progress:
     """A one-line progress bar on stderr, drawn only when stderr is a terminal."""
 
-    def __init__(self, total: int, unit: str, stream: TextIO) -> None:
-        self.total, self.unit, self.stream = total, unit, stream
+    def __init__(self, total: int, stream: TextIO) -> None:
+        self.total, self.stream = total, stream
         self.on = stream.isatty() and total > 0
         self.done = 0
         self.rows = 0
@@ -254,33 +254,43 @@ def _out_fields(job: BatchJob) -> list[str] | None:
     return None
 
 
-def _run_local(job: BatchJob, stats: Stats, stderr: TextIO) -> None:
-    parser = Parse(**job.options)
+def _write_all(job: BatchJob, chunks: Iterator[Any], stats: Stats, progress: _Progress) -> None:
+    """Write the chunks (``parse_lines`` output or Arrow tables) as they come, counting them."""
+    prefix = job.options.get("prefix", "")
     writer = _Writer(job.output, _out_fields(job))
     try:
-        if _format_of(job.input) == "jsonl":
-            progress = _Progress(Path(job.input).stat().st_size, "bytes", stderr)
-            for chunk in _jsonl_chunks(job.input, job.batch_size, progress):
-                out = parse_lines(parser, chunk)
-                writer.write(out)
-                stats.add(out["error_kind"], out["call_status"])
-                progress.rows_done(len(out["line"]))
-        else:
-            import pyarrow as pa  # type: ignore[import-untyped, import-not-found, unused-ignore]
-            import pyarrow.parquet as pq  # type: ignore[import-untyped, import-not-found, unused-ignore]
-
-            pf = pq.ParquetFile(job.input)
-            progress = _Progress(pf.metadata.num_rows, "rows", stderr)
-            for rb in pf.iter_batches(batch_size=job.batch_size):
-                table = parser(pa.Table.from_batches([rb]))
-                writer.write(table)
-                stats.add(table.column(parser.prefix + "error_kind").to_pylist(),
-                          table.column(parser.prefix + "call_status").to_pylist())
-                progress.advance(rb.num_rows)
-                progress.rows_done(rb.num_rows)
-        progress.end()
+        for chunk in chunks:
+            writer.write(chunk)
+            if isinstance(chunk, dict):
+                kinds, status = chunk["error_kind"], chunk["call_status"]
+            else:
+                kinds, status = (chunk.column(prefix + k).to_pylist() for k in ("error_kind", "call_status"))
+            stats.add(kinds, status)
+            progress.rows_done(len(kinds))
     finally:
         writer.close()
+    progress.end()
+
+
+def _run_local(job: BatchJob, stats: Stats, stderr: TextIO) -> None:
+    parser = Parse(**job.options)
+    if _format_of(job.input) == "jsonl":
+        progress = _Progress(Path(job.input).stat().st_size, stderr)
+        chunks: Iterator[Any] = (parse_lines(parser, c) for c in _jsonl_chunks(job.input, job.batch_size, progress))
+    else:
+        import pyarrow as pa  # type: ignore[import-untyped, import-not-found, unused-ignore]
+        import pyarrow.parquet as pq  # type: ignore[import-untyped, import-not-found, unused-ignore]
+
+        pf = pq.ParquetFile(job.input)
+        progress = _Progress(pf.metadata.num_rows, stderr)
+
+        def tables() -> Iterator[Any]:
+            for rb in pf.iter_batches(batch_size=job.batch_size):
+                progress.advance(rb.num_rows)
+                yield parser(pa.Table.from_batches([rb]))
+
+        chunks = tables()
+    _write_all(job, chunks, stats, progress)
 
 
 _STARTED: list[bool] = []  # whether this process started Ray (then it stops it at the end)
@@ -337,20 +347,10 @@ def _run_ray(job: BatchJob, stats: Stats, stderr: TextIO, address: str | None, n
     # tasks that feed it (a deadlock on a small cluster)
     ds = ds.map_batches(fn, fn_constructor_kwargs=options, batch_format="pyarrow", batch_size=job.batch_size,
                         compute=ray.data.ActorPoolStrategy(min_size=1, max_size=workers))
-    writer = _Writer(job.output, _out_fields(job))
-    try:
-        for table in ds.iter_batches(batch_format="pyarrow", batch_size=None):
-            if lines:
-                chunk: Any = {k: table.column(k).to_pylist() for k in ("line", "error_kind", "call_status")}
-                writer.write(chunk)
-                stats.add(chunk["error_kind"], chunk["call_status"])
-            else:
-                writer.write(table)
-                prefix = options.get("prefix", "")
-                stats.add(table.column(prefix + "error_kind").to_pylist(),
-                          table.column(prefix + "call_status").to_pylist())
-    finally:
-        writer.close()
+    tables = ds.iter_batches(batch_format="pyarrow", batch_size=None)
+    if lines:
+        tables = ({k: t.column(k).to_pylist() for k in ("line", "error_kind", "call_status")} for t in tables)
+    _write_all(job, tables, stats, _Progress(0, stderr))  # Ray Data draws its own bars
 
 
 def run_batch(job: BatchJob, *, engine: str = "local", address: str | None = None,
@@ -373,6 +373,7 @@ def run_batch(job: BatchJob, *, engine: str = "local", address: str | None = Non
 @command("autoparse batch")
 def main_batch(argv: list[str], out: TextIO | None = None) -> int:
     from .specs import SPEC_HELP
+    from .toolsfile import read_tools_file
 
     out = out or sys.stdout
     ap = argparse.ArgumentParser(prog="autoparse batch", description="Parse a JSONL or Parquet file of raw "
@@ -396,29 +397,18 @@ def main_batch(argv: list[str], out: TextIO | None = None) -> int:
     ap.add_argument("--json-summary", action="store_true", help="print the summary as one JSON object")
     a = ap.parse_args(argv)
     for path in (a.input, a.output):
-        if Path(path).suffix.lower() not in _FORMATS:
-            raise UsageError(f"{path}: cannot tell the format from the extension (use .jsonl or .parquet)")
+        _format_of(path)
     if not Path(a.input).is_file():
         raise SourceError(a.input, "is a directory, expected a file" if Path(a.input).is_dir()
                           else "no such file")
-    tool_list = None
-    if a.tools:
-        from .toolsfile import read_tools_file
-
-        tool_list = read_tools_file(a.tools)
+    tool_list = read_tools_file(a.tools) if a.tools else None
     if a.engine == "ray":
         import ray  # noqa: F401  (missing: exit 2 with the extra to install, before any work)
     columns = [c for c in (a.text_column, a.profile_column, a.tools_column) if c]
     check_columns(a.input, columns)
     profile = None
     if a.profile:  # one profile for every row: a bad one is a bad command, not a million bad rows
-        from .cache import default_cache
-        from .specs import load_spec, source_of
-
-        derived = source_of(a.profile)[0].derived
-        if derived:
-            announce_cache("autoparse batch")
-        profile = load_spec(a.profile, known=not a.pure, cache=default_cache() if derived else None)
+        profile = load_profile(a.profile, known=not a.pure, prog="autoparse batch")
     else:
         announce_cache("autoparse batch")
     options = {"text_column": a.text_column, "profile": profile, "profile_column": a.profile_column,

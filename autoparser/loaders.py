@@ -104,14 +104,11 @@ def from_transformers(tokenizer: Any, *, known: bool = True) -> Profile:
 
 
 def _from_path(path: str | Path, known: bool) -> Profile:
-    from .derive import analyze
+    from .cache import ProfileCache, analyze_source
     from .templates.sources import load_source
-    from .tokens import with_special_markers
 
-    src = load_source(Path(path))
-    prof = analyze(src.template_for(tools=True), src.bos_token, src.eos_token, known=known,
-                   special_tokens=src.special_tokens, model_id=src.model_id)
-    return with_special_markers(prof, src.special_tokens, src.kind)
+    prof: Profile = analyze_source(load_source(Path(path)), known=known, cache=ProfileCache(None)).profile
+    return prof
 
 
 def from_gguf(path: str | Path, *, known: bool = True) -> Profile:

@@ -92,13 +92,10 @@ def _message(
 
 
 def message_from_result(result: Result, *, reasoning_key: str = _DEFAULT_REASONING_KEY) -> dict[str, Any]:
-    """The assistant message OpenAI's Chat Completions API would return for ``result``.
-
-    ``content`` is ``None`` when there are tool calls and the content is empty or whitespace only
-    (such as the newline between two calls); otherwise it is the parsed content unchanged.
-    Arguments are serialised with :attr:`ToolCall.arguments_json` (``ensure_ascii=False``), which
-    is what the wire carries; compare parsed JSON, not strings, against a stream whose argument
-    fragments came from the model's own formatting.
+    """The assistant message OpenAI's Chat Completions API would return for ``result`` (``content``
+    as the module's conventions say). Arguments are serialised with :attr:`ToolCall.arguments_json`
+    (``ensure_ascii=False``), which is what the wire carries; compare parsed JSON, not strings,
+    against a stream whose argument fragments came from the model's own formatting.
     """
     calls = tool_calls_from_result(result)
     content = None if calls and _blank(result.content) else result.content
@@ -113,15 +110,16 @@ def tool_calls_from_result(result: Result) -> list[dict[str, Any]]:
 
 
 def finish_reason(result: Result) -> FinishReason:
+    return _finish(any(tc.status == "truncated" for tc in result.tool_calls), bool(result.tool_calls),
+                   result.finish == "length")
+
+
+def _finish(truncated_call: bool, calls: bool, length: bool) -> FinishReason:
     """``length`` for a call cut off by the end of the output; else ``tool_calls`` beats ``length``:
     a client must run the complete calls it got even if the output was cut after them."""
-    if any(tc.status == "truncated" for tc in result.tool_calls):
+    if truncated_call:
         return "length"
-    if result.tool_calls:
-        return "tool_calls"
-    if result.finish == "length":
-        return "length"
-    return "stop"
+    return "tool_calls" if calls else "length" if length else "stop"
 
 
 def completion_from_result(
@@ -172,12 +170,10 @@ class ChunkStream:
 
     The first chunk is ``delta={"role": "assistant", "content": None}``; :meth:`start` emits it
     early for servers that want to flush headers before the model speaks, otherwise the first
-    :meth:`push` or :meth:`finish` does. Content that is whitespace only is held until visible
-    text follows (then sent with it) or the end (then sent only if no call came, ``""`` if there
-    was none): so a client folding the chunks gets :func:`message_from_result`'s content, ``None``
-    for a tool-call turn. Adjacent deltas of one kind within a single :meth:`push` share a chunk,
-    so a feed that yields many small events costs one SSE frame per kind rather than one per
-    event; empty deltas produce nothing.
+    :meth:`push` or :meth:`finish` does. Whitespace-only content is held as the module's
+    conventions say, so a client folding the chunks gets :func:`message_from_result`'s. Adjacent
+    deltas of one kind within a single :meth:`push` share a chunk, so a feed that yields many small
+    events costs one SSE frame per kind rather than one per event; empty deltas produce nothing.
     """
 
     def __init__(
@@ -242,17 +238,8 @@ class ChunkStream:
         if not self._visible and not self._wire:  # no call: the content as it is, even empty
             out.append(self._chunk({"content": "".join(self._blank)}))
         self._blank = []
-        reason: FinishReason
-        if self._truncated_call:
-            reason = "length"
-        elif self._wire:
-            reason = "tool_calls"
-        elif length:
-            reason = "length"
-        else:
-            reason = "stop"
-        self._finish_reason = reason
-        out.append(self._chunk({}, reason))
+        self._finish_reason = _finish(self._truncated_call, bool(self._wire), length)
+        out.append(self._chunk({}, self._finish_reason))
         if usage is not None:
             final: dict[str, Any] = self._envelope([])
             final["usage"] = dict(usage)
@@ -342,13 +329,7 @@ def chunk_stream(
     Each event is pushed on its own so chunks come out as soon as events do; use
     :class:`ChunkStream` directly to push a feed's events as one batch.
     """
-    cs = ChunkStream(
-        model=model,
-        id=id,
-        created=created,
-        include_usage=usage is not None,
-        reasoning_key=reasoning_key,
-    )
+    cs = ChunkStream(model=model, id=id, created=created, include_usage=usage is not None, reasoning_key=reasoning_key)
     yield from cs.start()
     for ev in events:
         yield from cs.push((ev,))

@@ -432,6 +432,12 @@ def _join(path: str, name: str) -> str:
     return f"{path}.{name}" if path else name
 
 
+#: the JSON scalars a field may hold: what a value may be, and how a message names it
+_SCALARS: dict[Any, tuple[tuple[type, ...], str]] = {
+    bool: ((bool,), "true or false"), int: ((int,), "an integer"), float: ((int, float), "a number"),
+    str: ((str,), "a string")}
+
+
 def _convert(tp: Any, value: Any, path: str) -> Any:
     origin = get_origin(tp)
     args = get_args(tp)
@@ -468,22 +474,12 @@ def _convert(tp: Any, value: Any, path: str) -> Any:
         return {str(k): _convert(vt, v, f"{path}.{k}") for k, v in value.items()}
     if tp is Any:
         return value
-    if tp is bool:
-        if not isinstance(value, bool):
-            raise ProfileError(path, f"expected true or false, got {value!r}")
-        return value
-    if tp is int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ProfileError(path, f"expected an integer, got {value!r}")
-        return value
-    if tp is float:
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise ProfileError(path, f"expected a number, got {value!r}")
-        return float(value)
-    if tp is str:
-        if not isinstance(value, str):
-            raise ProfileError(path, f"expected a string, got {type(value).__name__}")
-        return value
+    if tp in _SCALARS:
+        kinds, what = _SCALARS[tp]
+        ok = isinstance(value, kinds) and (tp is bool or not isinstance(value, bool))
+        if not ok:
+            raise ProfileError(path, f"expected {what}, got {type(value).__name__ if tp is str else repr(value)}")
+        return float(value) if tp is float else value
     raise ProfileError(path, f"cannot read a value of type {tp!r}")  # pragma: no cover
 
 

@@ -139,17 +139,9 @@ def load_spec(spec: str | os.PathLike[str], *, known: bool = True, cache: Any = 
 
 def read_profile_file(path: str | os.PathLike[str]) -> Profile:
     """A profile ``.json`` file; errors name the file (and the field, for a malformed profile)."""
-    import json
+    from .templates._hf import read_json
 
-    from .templates._hf import read_text
-
-    text = read_text(Path(path))
-    if not text.strip():
-        raise SourceError(str(path), "file is empty, expected a profile (JSON)")
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise SourceError(str(path), f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
+    data = read_json(Path(path))
     if isinstance(data, dict) and isinstance(data.get("derivation"), dict):  # `autoparse PATH --json`
         data = {k: v for k, v in data.items() if k != "derivation"}
     try:

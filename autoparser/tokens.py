@@ -28,7 +28,6 @@ Every optional dependency is imported inside the function that needs it.
 from __future__ import annotations
 
 import codecs
-import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -145,18 +144,6 @@ def _sentencepiece(piece: str) -> bytes:
     return piece.replace("\u2581", " ").encode("utf-8")
 
 
-def _read_json(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise SourceError(str(path), f"cannot read: {exc.strerror or exc}") from None
-    except json.JSONDecodeError as exc:
-        raise SourceError(str(path), f"not valid JSON: {exc}") from None
-    if not isinstance(data, dict):
-        raise SourceError(str(path), "expected a JSON object")
-    return data
-
-
 def _uses_byte_level(tokenizer_json: Mapping[str, Any]) -> bool:
     def kinds(node: Any) -> Iterable[str]:
         if isinstance(node, Mapping):
@@ -195,8 +182,10 @@ def from_hf(path: str | Path) -> TokenTable:
     cfg_path = p if p.is_file() and p.name == "tokenizer_config.json" else directory / "tokenizer_config.json"
     if not tj_path.is_file() and not cfg_path.is_file():
         raise SourceError(str(p), "no tokenizer.json or tokenizer_config.json here")
-    tokenizer_json = _read_json(tj_path) if tj_path.is_file() else {}
-    config = _read_json(cfg_path) if cfg_path.is_file() else {}
+    from .templates._hf import read_object
+
+    tokenizer_json = read_object(tj_path) if tj_path.is_file() else {}
+    config = read_object(cfg_path) if cfg_path.is_file() else {}
     special, control = _hf_added(config, tokenizer_json)
     vocab: dict[int, bytes] = {}
     model = tokenizer_json.get("model")

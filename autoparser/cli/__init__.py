@@ -28,7 +28,7 @@ import json
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from ..errors import (
     AutoparserError,
@@ -39,8 +39,11 @@ from ..errors import (
     UsageError,
 )
 
-__all__ = ["ANALYZE", "COMMANDS", "EXIT_CODES", "Command", "announce_cache", "command", "exit_code", "main",
-           "main_dialects", "main_parse", "version_report"]
+if TYPE_CHECKING:
+    from ..profile import Profile
+
+__all__ = ["ANALYZE", "COMMANDS", "EXIT_CODES", "Command", "announce_cache", "command", "exit_code", "load_profile",
+           "main", "main_dialects", "main_parse", "version_report"]
 
 
 @dataclass(frozen=True)
@@ -69,7 +72,7 @@ COMMANDS: tuple[Command, ...] = (
             "parse a JSONL or Parquet file of completions"),
     Command("verify", "autoparser.live.verify:main_verify", "verify [PATH] [--dialect NAME ...]",
             "check a profile against live OpenVINO GenAI output"),
-    Command("resolve", "autoparser.export.resolve_cli:main_resolve", "resolve --for HOST MODEL [--json]",
+    Command("resolve", "autoparser.cli.analyze:main_resolve", "resolve --for HOST MODEL [--json]",
             "which of a host's own parsers fits a model, with what flags, or none and why"),
     Command("demo", "autoparser.demo:main_demo", "demo [--offline]",
             "show the parser at work on a live model (or bundled examples)"),
@@ -239,6 +242,18 @@ def announce_cache(prog: str = "autoparse") -> None:
                          "(AUTOPARSER_CACHE_DIR=off turns this off)\n")
 
 
+def load_profile(spec: str, *, known: bool, prog: str) -> Profile:
+    """The profile ``--profile SPEC`` names; a template is derived through the profile cache, which
+    :func:`announce_cache` says where it is."""
+    from ..cache import default_cache
+    from ..specs import load_spec, source_of
+
+    derived = source_of(spec)[0].derived
+    if derived:
+        announce_cache(prog)
+    return load_spec(spec, known=known, cache=default_cache() if derived else None)
+
+
 # -- parse ---------------------------------------------------------------------------------------
 
 @command("autoparse parse")
@@ -263,20 +278,10 @@ def main_parse(argv: list[str], stdin: TextIO | None = None, stdout: TextIO | No
                     help="announce a tool call only once it is complete (fail-closed)")
     a = ap.parse_args(argv)
     from ..openai import message_from_result
-    from ..specs import load_spec, source_of
+    from ..toolsfile import read_tools_file
 
-    tools = None
-    if a.tools:
-        from ..toolsfile import read_tools_file
-
-        tools = read_tools_file(a.tools)
-    cache = None
-    if source_of(a.profile)[0].derived:
-        from ..cache import default_cache
-
-        announce_cache("autoparse parse")
-        cache = default_cache()
-    prof = load_spec(a.profile, known=not a.pure, cache=cache)
+    tools = read_tools_file(a.tools) if a.tools else None
+    prof = load_profile(a.profile, known=not a.pure, prog="autoparse parse")
     p = prof.parser(tools=tools, reasoning=a.reasoning, policy="strict" if a.strict else None,
                     stream_arguments=not a.no_stream_arguments)
     if a.stream:

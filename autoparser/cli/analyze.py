@@ -1,19 +1,23 @@
-"""``autoparse PATH`` and ``autoparse scan PATH...``: analyse models and templates from the shell."""
+"""``autoparse PATH``, ``autoparse scan PATH...`` and ``autoparse resolve``: models and templates from the shell."""
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 import time
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from ..errors import AutoparserError, SourceError
 from ..profile import Profile
 from . import announce_cache, command
 
-__all__ = ["fit_path", "main_analyze", "main_scan"]
+if TYPE_CHECKING:
+    from ..export.resolve import Resolution
+
+__all__ = ["fit_path", "main_analyze", "main_resolve", "main_scan"]
 
 
 def _analyze_path(path: str, known: bool, refresh: bool = False) -> tuple[Any, Any]:
@@ -29,6 +33,7 @@ def _analyze_path(path: str, known: bool, refresh: bool = False) -> tuple[Any, A
 @command("autoparse")
 def main_analyze(argv: list[str], out: TextIO | None = None) -> int:
     from ..export import FORMATS
+    from ..toolsfile import read_tools_file
 
     out = out or sys.stdout
     ap = argparse.ArgumentParser(prog="autoparse", description="Derive a model's output protocol from its "
@@ -48,11 +53,7 @@ def main_analyze(argv: list[str], out: TextIO | None = None) -> int:
                          "directory, or PATH.autoparser.json beside a file)")
     ap.add_argument("--no-save", action="store_true", help=argparse.SUPPRESS)  # the old default wrote; now a no-op
     a = ap.parse_args(argv)
-    tools = None
-    if a.tools:
-        from ..toolsfile import read_tools_file
-
-        tools = read_tools_file(a.tools)  # before the analysis: a bad file is the cheaper mistake
+    tools = read_tools_file(a.tools) if a.tools else None  # before the analysis: a bad file is the cheaper mistake
     announce_cache()
     # --explain and --json show how the profile was derived: the cache keeps only the profile
     src, an = _analyze_path(a.path, known=not a.pure, refresh=a.explain or a.json)
@@ -192,7 +193,8 @@ def main_scan(argv: list[str], out: TextIO | None = None) -> int:
     if a.engine == "ray":
         from ..batch_cli import scan_paths_ray
 
-        rows = scan_paths_ray([str(f) for f in files], _scan_pure if a.pure else _scan_row, address=a.address)
+        rows = scan_paths_ray([str(f) for f in files], functools.partial(_scan_row, known=not a.pure),
+                              address=a.address)
         if a.json:
             out.writelines(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
     for i, f in enumerate(files if a.engine == "local" else [], 1):
@@ -262,10 +264,52 @@ def _scan_row(path: str, known: bool = True) -> dict[str, Any]:
         return {"path": path, "error": str(e)}  # the whole cause: scan --json keeps it
 
 
-def _scan_pure(path: str) -> dict[str, Any]:
-    return _scan_row(path, known=False)
-
-
 def _is_model_dir(p: Path) -> bool:
     return p.is_dir() and any((p / n).exists() for n in ("tokenizer_config.json", "chat_template.jinja",
                                                           "chat_template.json", "openvino_tokenizer.xml"))
+
+
+@command("autoparse resolve")
+def main_resolve(argv: list[str], out: TextIO | None = None) -> int:
+    """Exit status 0 when every part of the profile has a host parser, 3 when some part is refused
+    (autoparser's parser is needed for it), and that of :data:`autoparser.cli.EXIT_CODES` on an error."""
+    from ..export.hosts import HOSTS
+    from ..export.resolve import resolve
+
+    out = out or sys.stdout
+    ap = argparse.ArgumentParser(prog="autoparse resolve", description="``autoparse resolve --for HOST MODEL "
+                                 "[--json]``: the host's own parsers for a model, or why none.")
+    ap.add_argument("--for", dest="host", required=True, choices=HOSTS, help="the host that will load the model")
+    ap.add_argument("model", help="HF model dir, tokenizer_config.json, .jinja, .gguf, OpenVINO IR or profile")
+    ap.add_argument("--json", action="store_true", help="print the whole answer as JSON")
+    args = ap.parse_args(argv)
+    res = resolve(args.model, args.host)
+    if args.json:
+        out.write(json.dumps(res.to_dict(), ensure_ascii=False, indent=2) + "\n")
+    else:
+        _human(res, out)
+    return 0 if res.complete else 3
+
+
+def _human(res: Resolution, out: TextIO) -> None:
+    w = out.write
+    w(f"{res.host} {res.host_version}: {res.source}\n")
+    w(f"profile      {res.profile.name or 'derived'}, confidence {res.confidence:.2f}\n")
+    for label, b in (("tool calls", res.tools), ("reasoning", res.reasoning)):
+        if b is None:
+            continue
+        w(f"{label:12} {b.parser if b.parser else '-'}: {b.reason}\n")
+        for c in b.caveats:
+            w(f"{'':12} caveat: {c}\n")
+    if res.flags:
+        w(f"flags        {' '.join(res.flags)}\n")
+    for key, value in res.settings.items():
+        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        w(f"{key:12} {text}\n")
+    trip = res.return_trip
+    w("return trip  " + ", ".join(f"{k}={trip[k]}" for k in ("arguments", "reasoning_field", "reasoning_in_history",
+                                                             "prompt_opens_reasoning", "empty_content", "call_ids"))
+      + "\n")
+    if trip["special_markers"]:
+        w(f"{'':12} special tokens: {' '.join(trip['special_markers'])}\n")
+    w(f"{'':12} message back into the history: {trip['message']}\n")

@@ -11,7 +11,7 @@ records what was taken, added and declined.
 from __future__ import annotations
 
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..errors import AutoparserError, TemplateError
@@ -34,19 +34,18 @@ from .tools import find_tools
 __all__ = ["Analysis", "analyze", "analyze_detailed", "detect", "fingerprint", "overrides"]
 
 
+@dataclass
 class Analysis:
     """A derived profile together with everything that led to it (for ``--explain``)."""
 
-    def __init__(self, profile: Profile, findings: Findings, check: CheckResult, seconds: float,
-                 renders: int, derived: Profile | None = None) -> None:
-        self.profile = profile
-        # what the renders alone give: the profile known=False returns (with a model id, up to its
-        # tie-break in naming); with known=True, ``profile`` is this plus what the builtin adds
-        self.derived = derived if derived is not None else profile
-        self.findings = findings
-        self.check = check
-        self.seconds = seconds
-        self.renders = renders
+    profile: Profile
+    findings: Findings
+    check: CheckResult
+    seconds: float
+    renders: int
+    # what the renders alone give: the profile known=False returns (with a model id, up to its
+    # tie-break in naming); with known=True, ``profile`` is this plus what the builtin adds
+    derived: Profile
 
     @property
     def evidence(self) -> list[Evidence]:

@@ -89,11 +89,6 @@ class Findings:
         if ev.line() not in self.evidence:
             self.evidence.append(ev.line())
 
-    def say(self, fieldname: str, conf: float, text: str) -> None:
-        """Evidence from no registered rule (kept for code not yet expressed as rules)."""
-        self.confidence[fieldname] = conf
-        self._record(Evidence(fieldname, "", text, "", "set", conf))
-
     def line(self, text: str) -> None:
         """A plain evidence line (no rule decided it: a count, a note), kept once."""
         if text not in self.evidence:

@@ -24,19 +24,15 @@ How to declare a rule and emit evidence (the API for every rule module)::
     def find_something(pr, f):           # f is a derive.extract.Findings
         ...
         f.fire(SPLIT, snippet=post, text=f"split {post!r} into {a!r} and {b!r}", conf=0.95)
-        f.say("tools", 0.3, "...")      # legacy: evidence from no registered rule (rule == "")
 
     # then add "mymodule" to RULE_MODULES below.
 
-``Findings.fire(rule, text=..., snippet=..., conf=None, cap=None, fieldname=None)``: ``conf``
-sets the field's confidence (``effect == "set"``), ``cap`` lowers it to at most that value
-(``"cap"``), neither records the decision only (``"note"``); ``fieldname`` overrides the rule's
-field for a rule that serves several. Field ``"confidence"`` is the profile's overall confidence
-(confidence.py): its evidence is recorded but sets no field. ``snippet`` is the exact render text
-the rule read (clipped to :data:`SNIPPET_CHARS`). Sentinels (the probe strings) live in
-``probes.py``. Rule names are ``area.what`` and unique across modules;
-``tests/test_derive_rules.py`` checks that every registered rule fires on some template in
-``fixtures/templates/`` (a guard rule, ``guard=True``, is fired by a unit test instead).
+``Findings.fire`` says what ``conf``, ``cap`` and ``fieldname`` do; a rule that neither sets nor
+caps records a ``"note"``; the probe strings live in ``probes.py``. Field ``"confidence"`` is the
+profile's overall confidence (confidence.py): its evidence is recorded but sets no field. Rule
+names are ``area.what`` and unique across modules; ``tests/test_derive_rules.py`` checks that
+every registered rule fires on some template in ``fixtures/templates/`` (a guard rule,
+``guard=True``, is fired by a unit test).
 """
 
 from __future__ import annotations

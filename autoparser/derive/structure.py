@@ -58,26 +58,22 @@ def validated(prof: Profile, f: Findings) -> Profile:
     return prof
 
 
-def structural_checks(p: Profile, f: Findings, special_tokens: tuple[str, ...]) -> int:
-    """Run the checks on ``p``; returns how many failed."""
-    failed = 0
+def structural_checks(p: Profile, f: Findings, special_tokens: tuple[str, ...]) -> None:
+    """Run the checks on ``p``: a failed one fires its rule."""
     for fieldname, markers in markers_of(p).items():
         leaked = [m for m in markers if _SENTINEL in m]
         if leaked:
-            failed += 1
             f.fire(LEAK, fieldname=fieldname, cap=0.3, snippet=" ".join(leaked),
                    text=f"structural check failed: probe data leaked into markers {leaked}")
     r = p.reasoning
     if r is not None and r.open and r.close and not any(pairs_with(o.strip(), c) for o in r.open
                                                         for c in r.close):
-        failed += 1
         f.fire(REASONING_UNPAIRED, cap=0.8, snippet=f"{r.open[0]} {r.close[0]}",
                text=f"reasoning markers {r.open[0]!r} / {r.close[0]!r} are not an open/close pair")
     t = p.tools
     if t is not None:
         for a, b in ((t.section_open, t.section_close), (t.call_open, t.call_close)):
             if a and b and not pairs_with(a[0], b[0]):
-                failed += 1
                 f.fire(MARKERS_UNPAIRED, snippet=f"{a[0]} {b[0]}",
                        text=f"{a[0]!r} / {b[0]!r} are not an open/close pair")
     if special_tokens:
@@ -86,4 +82,3 @@ def structural_checks(p: Profile, f: Findings, special_tokens: tuple[str, ...]) 
         if known:
             f.fire(SPECIAL, snippet=" ".join(known),
                    text=f"the tokenizer's special tokens confirm markers {', '.join(known)}")
-    return failed

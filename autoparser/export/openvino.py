@@ -110,13 +110,8 @@ def _tools(profile: Profile) -> dict[str, Any] | None:
 
 def openvino_fragment(profile: Profile) -> dict[str, Any]:
     """The OpenVINO GenAI model-profile fragment for ``profile`` (keys only for parts it has)."""
-    out: dict[str, Any] = {}
-    tools = _tools(profile)
-    if tools is not None:
-        out["tool_calls"] = tools
-    reasoning = _reasoning(profile)
-    if reasoning is not None:
-        out["reasoning"] = reasoning
+    parts = (("tool_calls", _tools(profile)), ("reasoning", _reasoning(profile)))
+    out = {slot: part for slot, part in parts if part is not None}
     validate_openvino_profile(out)
     return out
 
@@ -131,9 +126,8 @@ def validate_openvino_profile(d: Mapping[str, Any]) -> None:
     for slot in d:
         if slot not in _SLOTS:
             raise ExportError(f"unknown key {slot!r} in OpenVINO profile fragment (valid: {', '.join(_SLOTS)})")
-    for slot, part in d.items():
-        known = _SLOTS[slot]
-        where = slot
+    for where, part in d.items():
+        known = _SLOTS[where]
         if not isinstance(part, Mapping):
             raise ExportError(f"{where}: expected an object with a 'protocol', got {type(part).__name__}")
         proto = part.get("protocol")

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from autoparser.openai import ChunkStream, completion_from_result, sse, sse_done
 from autoparser.serve.config import ServeConfig
-from autoparser.serve.errors import ApiError, bad_request, error_body
+from autoparser.serve.errors import ApiError, bad_request
 from autoparser.serve.model import ServedModel
 from autoparser.serve.plan import Plan, make_plan
 from autoparser.serve.request import ChatRequest, parse_chat_request
@@ -217,9 +217,7 @@ class _Server:
                     frames += [sse(c) for c in chunks.finish(length=end.hit_limit, usage=usage)]
                     frames.append(sse_done())
                 elif isinstance(end, Failure):
-                    error = self._failure(end, plan)
-                    frames += [sse(error_body(error.message, type=error.type, param=error.param, code=error.code)),
-                               sse_done()]
+                    frames += [sse(self._failure(end, plan).body()), sse_done()]
                 if frames:
                     yield "".join(frames)
                 if end is not None:

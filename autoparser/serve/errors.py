@@ -13,7 +13,7 @@ from typing import Any
 
 from autoparser.errors import AutoparserError
 
-__all__ = ["ApiError", "bad_request", "error_body"]
+__all__ = ["ApiError", "bad_request"]
 
 
 class ApiError(AutoparserError):
@@ -43,12 +43,8 @@ class ApiError(AutoparserError):
         self.headers = dict(headers or {})
 
     def body(self) -> dict[str, Any]:
-        return error_body(self.message, type=self.type, param=self.param, code=self.code)
-
-
-def error_body(message: str, *, type: str, param: str | None = None, code: str | None = None) -> dict[str, Any]:
-    """``{"error": {...}}`` with all four keys present, as OpenAI sends them (null when unknown)."""
-    return {"error": {"message": message, "type": type, "param": param, "code": code}}
+        """``{"error": {...}}`` with all four keys present, as OpenAI sends them (null when unknown)."""
+        return {"error": {"message": self.message, "type": self.type, "param": self.param, "code": self.code}}
 
 
 def bad_request(message: str, param: str | None = None, code: str | None = None) -> ApiError:

@@ -1,18 +1,10 @@
 """The two places where the server borrows another part of the library that is being rebuilt.
 
 Each is one function so that switching to the new API is a one-line change here and nothing else
-in the server moves:
-
-* :func:`tool_grammar` — ``tool_choice`` and ``parallel_tool_calls`` to a structured-output spec
-  forcing the profile's call format: :func:`autoparser.grammar.for_request`, which owns the
-  OpenAI ``tool_choice`` semantics; this adapter only turns its refusal into a 400 naming ``tools``.
-* :func:`history_for_template` — the return trip: a conversation in OpenAI's shape (assistant
-  turns with ``tool_calls``, ``tool`` results) into the message dicts the chat template renders
-  correctly. Today: arguments become objects (what Hugging Face templates read), and a template
-  that cannot write calls gets them as text in the profile's own layout
-  (:func:`autoparser.grammar.example_calls`). Tomorrow: the inverse in ``autoparser.openai``
-  with the profile's own knowledge (arguments as object or string, the reasoning field the
-  template reads).
+in the server moves: :func:`tool_grammar` (the grammar forcing ``tool_choice``) and
+:func:`history_for_template` (the return trip). Tomorrow the latter is the inverse in
+``autoparser.openai``, with the profile's own knowledge (arguments as object or string, the
+reasoning field the template reads).
 """
 
 from __future__ import annotations

@@ -7,6 +7,7 @@ tokens we need are decoded: the vocabulary can hold hundreds of thousands of ent
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -23,22 +24,15 @@ _STRING = 8
 _ARRAY = 9
 
 
+@dataclass(frozen=True)
 class GGUFContents:
     """What a GGUF file says about its chat template (plain data, no reader kept open)."""
 
-    def __init__(
-        self,
-        templates: dict[str, str],
-        bos_token: str | None,
-        eos_token: str | None,
-        special_tokens: tuple[str, ...],
-        model_id: str | None,
-    ) -> None:
-        self.templates = templates
-        self.bos_token = bos_token
-        self.eos_token = eos_token
-        self.special_tokens = special_tokens
-        self.model_id = model_id
+    templates: dict[str, str]
+    bos_token: str | None
+    eos_token: str | None
+    special_tokens: tuple[str, ...]
+    model_id: str | None
 
 
 def _string(field: Any, index: int = 0) -> str:
@@ -99,7 +93,7 @@ def _read(path: str, size: int, mtime_ns: int) -> tuple[dict[str, object], GGUFC
     except Exception as exc:  # the reader raises ValueError, struct/numpy errors, ... on corrupt files
         raise SourceError(path, f"not a readable GGUF file ({type(exc).__name__}: {exc})") from None
     try:
-        return _scalars(reader.fields), _contents(reader.fields, Path(path))
+        return _scalars(reader.fields), _contents(reader.fields)
     except SourceError:
         raise
     except Exception as exc:
@@ -116,7 +110,7 @@ def _scalars(fields: Any) -> dict[str, object]:
     return out
 
 
-def _contents(fields: Any, path: Path) -> GGUFContents:
+def _contents(fields: Any) -> GGUFContents:
     def text(key: str) -> str | None:
         field = fields.get(key)
         return _string(field) if field is not None and len(field.data) == 1 else None
@@ -149,10 +143,5 @@ def _contents(fields: Any, path: Path) -> GGUFContents:
                 specials.append(_string(tokens, index))
 
     model_id = text("general.name") or text("general.basename") or text("general.architecture")
-    return GGUFContents(
-        templates=templates,
-        bos_token=token("tokenizer.ggml.bos_token_id"),
-        eos_token=token("tokenizer.ggml.eos_token_id"),
-        special_tokens=tuple(dict.fromkeys(specials)),
-        model_id=model_id,
-    )
+    return GGUFContents(templates, token("tokenizer.ggml.bos_token_id"), token("tokenizer.ggml.eos_token_id"),
+                        tuple(dict.fromkeys(specials)), model_id)

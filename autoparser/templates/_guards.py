@@ -100,16 +100,13 @@ def _est_format(budget: Budget, a: dict[str, Any]) -> None:
     budget.check_size(percent_format_estimate(budget, str(a["value"]), values), "the formatted string")
 
 
-def _est_batch(budget: Budget, a: dict[str, Any]) -> None:
-    count = a.get("linecount")
-    if isinstance(count, int):
-        budget.check_size(count * (1 + budget.size_of(a.get("fill_with"))), "a batch")
-
-
-def _est_slice(budget: Budget, a: dict[str, Any]) -> None:
-    count = a.get("slices")
-    if isinstance(count, int):
-        budget.check_size(count * (1 + budget.size_of(a.get("fill_with"))), "the slices")
+def _est_groups(count_key: str, what: str) -> _Estimator:
+    """``batch`` and ``slice``: as many groups as asked for, each possibly padded with ``fill_with``."""
+    def estimate(budget: Budget, a: dict[str, Any]) -> None:
+        count = a.get(count_key)
+        if isinstance(count, int):
+            budget.check_size(count * (1 + budget.size_of(a.get("fill_with"))), what)
+    return estimate
 
 
 def _est_sum(budget: Budget, a: dict[str, Any]) -> None:
@@ -154,8 +151,8 @@ _ESTIMATORS: dict[str, _Estimator] = {
     "wordwrap": _est_wordwrap,
     "replace": _est_replace,
     "format": _est_format,
-    "batch": _est_batch,
-    "slice": _est_slice,
+    "batch": _est_groups("linecount", "a batch"),
+    "slice": _est_groups("slices", "the slices"),
     "sum": _est_sum,
     "striptags": _est_striptags,
     "tojson": _est_tojson,
@@ -197,9 +194,7 @@ def guard_filter(name: str, func: Callable[..., Any]) -> Callable[..., Any]:
     def guarded(*args: Any, **kwargs: Any) -> Any:
         budget = current_budget()
         budget.tick()
-        for value in args[skip:]:
-            budget.size_of(value)
-        for value in kwargs.values():
+        for value in (*args[skip:], *kwargs.values()):
             budget.size_of(value)
         if estimator is not None and signature is not None:
             try:

@@ -24,6 +24,7 @@ __all__ = [
     "dir_tokens",
     "model_id_from_config",
     "read_json",
+    "read_object",
     "read_text",
     "templates_from_value",
     "token_text",
@@ -69,7 +70,7 @@ def read_json(path: Path) -> Any:
         raise SourceError(str(path), "JSON nested too deeply") from None
 
 
-def _read_object(path: Path) -> dict[str, Any]:
+def read_object(path: Path) -> dict[str, Any]:
     value = read_json(path)
     if not isinstance(value, dict):
         raise SourceError(str(path), f"expected a JSON object, got {type(value).__name__}")
@@ -118,7 +119,7 @@ def dir_templates(directory: Path) -> tuple[dict[str, str], Path | None]:
     for name in ("tokenizer_config.json", "chat_template.json"):
         file = directory / name
         if file.is_file():
-            templates = templates_from_value(_read_object(file).get("chat_template"), file)
+            templates = templates_from_value(read_object(file).get("chat_template"), file)
             if templates:
                 return templates, file
     return {}, None
@@ -160,7 +161,7 @@ def tokens_from_config(config: dict[str, Any]) -> tuple[str | None, str | None, 
 
 def _added_tokens(tokenizer_json: Path) -> list[str]:
     """``added_tokens`` of tokenizer.json in id order; they include non-special markers (``<tool_call>``)."""
-    data = _read_object(tokenizer_json)
+    data = read_object(tokenizer_json)
     added = data.get("added_tokens")
     if not isinstance(added, list):
         return []
@@ -180,7 +181,7 @@ def dir_tokens(directory: Path) -> tuple[str | None, str | None, tuple[str, ...]
     for name in ("tokenizer_config.json", "special_tokens_map.json"):
         file = directory / name
         if file.is_file():
-            file_bos, file_eos, file_specials = tokens_from_config(_read_object(file))
+            file_bos, file_eos, file_specials = tokens_from_config(read_object(file))
             bos = bos or file_bos
             eos = eos or file_eos
             specials.extend(file_specials)
@@ -206,11 +207,11 @@ def dir_model_id(directory: Path, tokenizer_config: dict[str, Any] | None = None
     """The model's name from config.json, else tokenizer_config.json's ``name_or_path``."""
     config_file = directory / "config.json"
     if config_file.is_file():
-        found = model_id_from_config(_read_object(config_file))
+        found = model_id_from_config(read_object(config_file))
         if found:
             return found
     if tokenizer_config is None:
         file = directory / "tokenizer_config.json"
-        tokenizer_config = _read_object(file) if file.is_file() else {}
+        tokenizer_config = read_object(file) if file.is_file() else {}
     name = tokenizer_config.get("name_or_path")
     return name if isinstance(name, str) and name else None

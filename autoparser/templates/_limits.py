@@ -19,15 +19,15 @@ and a template can build a small structure whose expansion is astronomically lar
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime
-from typing import Any
 
 from autoparser.templates._exceptions import TemplateLimitExceeded
 
@@ -66,20 +66,13 @@ class RenderLimits:
     max_int_bits: int = 100_000
 
     def __post_init__(self) -> None:
-        for name in (
-            "max_output_chars",
-            "max_emitted_chars",
-            "max_value_chars",
-            "max_range",
-            "max_source_chars",
-            "max_call_depth",
-            "max_int_bits",
-        ):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-                raise ValueError(f"RenderLimits.{name} must be a positive int, got {value!r}")
-        if not isinstance(self.time_seconds, (int, float)) or not self.time_seconds > 0:
-            raise ValueError(f"RenderLimits.time_seconds must be a positive number, got {self.time_seconds!r}")
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name == "time_seconds":
+                if not isinstance(value, (int, float)) or not value > 0:
+                    raise ValueError(f"RenderLimits.time_seconds must be a positive number, got {value!r}")
+            elif not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+                raise ValueError(f"RenderLimits.{f.name} must be a positive int, got {value!r}")
 
 
 class Budget:
@@ -213,14 +206,14 @@ class Budget:
 
     def _items(self, value: object) -> Iterable[object] | None:
         if isinstance(value, dict):
-            return _dict_items(value)
+            return itertools.chain.from_iterable(value.items())  # keys and values
         if isinstance(value, (list, tuple, set, frozenset)):
             return value
         if self._children is not None:
             return self._children(value)
         return None
 
-    def json_size(self, value: object, indent: int, separator: int) -> int:
+    def json_size(self, value: object, indent: int, separator: int) -> None:
         """Estimated size of indented JSON: every element costs ``separator`` plus its indentation.
 
         Walks the expanded structure (depth matters for indentation, so no memo), which is bounded
@@ -245,13 +238,6 @@ class Budget:
             if total > limit:
                 break
         self.check_size(total, "the JSON text")
-        return total
-
-
-def _dict_items(value: dict[Any, Any]) -> Iterator[object]:
-    for key, item in value.items():
-        yield key
-        yield item
 
 
 _CURRENT: ContextVar[Budget | None] = ContextVar("autoparser_template_budget", default=None)

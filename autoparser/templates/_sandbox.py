@@ -204,9 +204,7 @@ class _GuardedEnvironment(ImmutableSandboxedEnvironment):
     def call(self, context: Context, obj: Any, /, *args: Any, **kwargs: Any) -> Any:
         budget = current_budget()
         budget.tick()
-        for value in args:
-            budget.size_of(value)
-        for value in kwargs.values():
+        for value in (*args, *kwargs.values()):
             budget.size_of(value)
         args = check_method_call(budget, obj, args)
         budget.depth += 1

@@ -90,31 +90,9 @@ class TemplateRenderer:
         ``reasoning_effort``, ...), each with the constant values it compares them with."""
         return self._compiled.inputs()
 
-    def render(
-        self,
-        messages: Sequence[Mapping[str, Any]],
-        *,
-        tools: Sequence[Mapping[str, Any]] | None = None,
-        add_generation_prompt: bool = False,
-        bos_token: str | None = "",
-        eos_token: str | None = "",
-        alias_reasoning: bool = True,
-        **extra: Any,
-    ) -> str:
-        """The prompt text. ``None`` tokens render as empty strings.
-
-        ``alias_reasoning=False`` passes each message's reasoning only under the key it came with
-        (engines other than transformers do not copy it): the return-trip probes use it to find the
-        key a template reads."""
-        return self.render_detailed(
-            messages,
-            tools=tools,
-            add_generation_prompt=add_generation_prompt,
-            bos_token=bos_token,
-            eos_token=eos_token,
-            alias_reasoning=alias_reasoning,
-            **extra,
-        ).text
+    def render(self, messages: Sequence[Mapping[str, Any]], **kwargs: Any) -> str:
+        """The prompt text; keyword arguments as for :meth:`render_detailed`."""
+        return self.render_detailed(messages, **kwargs).text
 
     def render_detailed(
         self,
@@ -127,7 +105,11 @@ class TemplateRenderer:
         alias_reasoning: bool = True,
         **extra: Any,
     ) -> Rendering:
-        """Like :meth:`render`, also returning the ``{% generation %}`` spans."""
+        """The prompt text and the ``{% generation %}`` spans. ``None`` tokens render as empty strings.
+
+        ``alias_reasoning=False`` passes each message's reasoning only under the key it came with
+        (engines other than transformers do not copy it): the return-trip probes use it to find the
+        key a template reads."""
         from autoparser.templates._sandbox import translate_error
 
         context: dict[str, Any] = {

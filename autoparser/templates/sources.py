@@ -51,9 +51,11 @@ class TemplateSource:
         return self.chat_template
 
 
-def _default(templates: dict[str, str]) -> str:
-    """``default`` if named, else the first template (transformers would refuse to choose)."""
-    return templates.get("default") or next(iter(templates.values()))
+def _source(kind: str, path: Path, templates: dict[str, str], bos: str | None = None, eos: str | None = None,
+            specials: tuple[str, ...] = (), model_id: str | None = None) -> TemplateSource:
+    """The default template is ``default`` if named, else the first (transformers would refuse to choose)."""
+    default = templates.get("default") or next(iter(templates.values()))
+    return TemplateSource(default, templates, bos, eos, specials, model_id, str(path), kind)
 
 
 def load_source(path: str | os.PathLike[str]) -> TemplateSource:
@@ -89,29 +91,19 @@ def _load_jinja(path: Path) -> TemplateSource:
     text = _hf.read_text(path)
     if not text.strip():
         raise SourceError(str(path), "file is empty, expected a Jinja chat template")
-    return TemplateSource(chat_template=text, templates={"default": text}, path=str(path), kind="jinja")
+    return _source("jinja", path, {"default": text})
 
 
 def _load_config_file(path: Path) -> TemplateSource:
     """``tokenizer_config.json`` (or the processor's ``chat_template.json``) on its own."""
-    config = _hf.read_json(path)
-    if not isinstance(config, dict):
-        raise SourceError(str(path), f"expected a JSON object, got {type(config).__name__}")
+    config = _hf.read_object(path)
     templates = _hf.templates_from_value(config.get("chat_template"), path)
     if not templates:
         raise SourceError(str(path), "has no chat_template entry")
     bos, eos, specials = _hf.tokens_from_config(config)
     name = config.get("name_or_path")
-    return TemplateSource(
-        chat_template=_default(templates),
-        templates=templates,
-        bos_token=bos,
-        eos_token=eos,
-        special_tokens=tuple(dict.fromkeys(specials)),
-        model_id=name if isinstance(name, str) and name else None,
-        path=str(path),
-        kind="tokenizer-config",
-    )
+    return _source("tokenizer-config", path, templates, bos, eos, tuple(dict.fromkeys(specials)),
+                   name if isinstance(name, str) and name else None)
 
 
 def _load_directory(directory: Path) -> TemplateSource:
@@ -119,17 +111,8 @@ def _load_directory(directory: Path) -> TemplateSource:
 
     templates, origin = _hf.dir_templates(directory)
     if templates:
-        bos, eos, specials = _hf.dir_tokens(directory)
-        return TemplateSource(
-            chat_template=_default(templates),
-            templates=templates,
-            bos_token=bos,
-            eos_token=eos,
-            special_tokens=specials,
-            model_id=_hf.dir_model_id(directory),
-            path=str(origin or directory),
-            kind="hf-dir",
-        )
+        return _source("hf-dir", origin or directory, templates, *_hf.dir_tokens(directory),
+                       _hf.dir_model_id(directory))
     for name in IR_FILES:
         if (directory / name).is_file():
             return _load_openvino(directory, directory / name)
@@ -144,17 +127,8 @@ def _load_directory(directory: Path) -> TemplateSource:
 def _load_gguf(path: Path) -> TemplateSource:
     from autoparser.templates._gguf import read_gguf
 
-    contents = read_gguf(path)
-    return TemplateSource(
-        chat_template=_default(contents.templates),
-        templates=contents.templates,
-        bos_token=contents.bos_token,
-        eos_token=contents.eos_token,
-        special_tokens=contents.special_tokens,
-        model_id=contents.model_id,
-        path=str(path),
-        kind="gguf",
-    )
+    c = read_gguf(path)
+    return _source("gguf", path, c.templates, c.bos_token, c.eos_token, c.special_tokens, c.model_id)
 
 
 def _load_openvino(directory: Path, xml: Path) -> TemplateSource:
@@ -175,13 +149,5 @@ def _load_openvino(directory: Path, xml: Path) -> TemplateSource:
     eos = info.get("eos_token") or eos
     if bos is None and eos is None and ("bos_token_id" in info or "eos_token_id" in info):
         bos, eos = ir_token_strings(directory)
-    return TemplateSource(
-        chat_template=template,
-        templates={"default": template},
-        bos_token=bos,
-        eos_token=eos,
-        special_tokens=tuple(dict.fromkeys((*specials, *(t for t in (bos, eos) if t)))),
-        model_id=_hf.dir_model_id(directory, {}),
-        path=str(xml),
-        kind="openvino-ir",
-    )
+    return _source("openvino-ir", xml, {"default": template}, bos, eos,
+                   tuple(dict.fromkeys((*specials, *(t for t in (bos, eos) if t)))), _hf.dir_model_id(directory, {}))
