@@ -12,6 +12,14 @@ each streamed live through the parser:
   the parser, which must then return exactly that call.
 * ``reasoning``: a reasoning block forced in the profile's markers, and one opened by the prompt
   (prefilled); reasoning and content must come back separated.
+* ``forced``: awkward tool sets forced with :func:`~autoparser.grammar.for_request` (``tool_choice``
+  required, and named): tool names with ``.``, ``:`` and ``-``, every JSON type and the common
+  aliases (``str``, ``int``, ``float``, ``bool``, ``list``, ``dict``), enums, nested objects, arrays,
+  ``$ref`` into ``$defs``, the Anthropic ``input_schema`` form (:data:`AWKWARD_TOOLS`). The values
+  are the model's; the parsed call must name a listed tool (the named one) and validate against
+  its schema, with no issue. ``refusal``: where the format cannot write a name
+  (:func:`autoparser.wire.writable`), the grammar must refuse the tool set; the forced probes then
+  use the tools it can write.
 * ``lookalike``: the model's end-of-turn marker (a special token) forced by grammar as ordinary
   text in the middle of an answer. Parsed in token mode (the live default) it stays content with
   a ``lookalike_marker`` issue and the real special token still ends the turn; the text-level
@@ -42,76 +50,62 @@ from typing import TYPE_CHECKING, Any, Literal, TextIO
 
 from autoparser.cli import command
 from autoparser.dialects import get_profile
+from autoparser.engine.values import validate_arguments
 from autoparser.errors import SourceError
 from autoparser.events import Event, coalesce
-from autoparser.grammar import example_calls, grammar_for, reasoning_spec, regex_literal
+from autoparser.grammar import GrammarError, example_calls, for_request, grammar_for, reasoning_spec, regex_literal
 from autoparser.live._base import LiveError
 from autoparser.result import Result
+from autoparser.wire import normalized, read_tools, writable
 
 if TYPE_CHECKING:
     from autoparser.live.pipeline import LivePipeline
     from autoparser.profile import Profile
 
-__all__ = [
-    "CITY",
-    "TOOLS",
-    "Check",
-    "Comparison",
-    "OVParser",
-    "Probe",
-    "ProbeResult",
-    "VerifyReport",
-    "compare_openvino",
-    "content_probes",
-    "evaluate",
-    "evaluate_lookalike",
-    "expected_calls",
-    "expected_reasoning",
-    "lookalike_probe",
-    "main_verify",
-    "openvino_parsers_for",
-    "plan",
-    "record_evidence",
-    "render_table",
-    "run_openvino_parser",
-    "run_probe",
-    "run_verify",
-    "stray_markers",
-]
+__all__ = ["AWKWARD_TOOLS", "CITY", "TOOLS", "Check", "Comparison", "OVParser", "Probe", "ProbeResult",
+           "VerifyReport", "compare_openvino", "content_probes", "evaluate", "evaluate_lookalike",
+           "evaluate_refusal", "expected_calls", "expected_reasoning", "lookalike_probe", "main_verify",
+           "openvino_parsers_for", "plan", "record_evidence", "render_table", "run_openvino_parser", "run_probe",
+           "run_verify", "stray_markers"]
 
-Kind = Literal["content", "call", "reasoning", "lookalike"]
+Kind = Literal["content", "call", "reasoning", "lookalike", "forced", "refusal"]
 
 #: A capitalised word: free for the model, and easy to find again in any wire format.
 CITY = "[A-Z][a-z]{2,12}"
+_CITY = {"type": "string", "pattern": CITY}
 TOOLS: list[dict[str, Any]] = [
-    {
-        "type": "function",
-        "function": {
-            "name": "get_weather",
-            "description": "Weather forecast for a city",
-            "parameters": {
-                "type": "object",
-                "properties": {
-                    "city": {"type": "string", "pattern": CITY},
-                    "days": {"type": "integer", "minimum": 1, "maximum": 7},
-                },
-                "required": ["city"],
-            },
-        },
-    },
-    {
-        "type": "function",
-        "function": {
-            "name": "get_time",
-            "description": "Local time in a city",
-            "parameters": {
-                "type": "object",
-                "properties": {"city": {"type": "string", "pattern": CITY}},
-                "required": ["city"],
-            },
-        },
-    },
+    {"type": "function", "function": {"name": "get_weather", "description": "Weather forecast for a city",
+     "parameters": {"type": "object", "required": ["city"],
+                    "properties": {"city": _CITY, "days": {"type": "integer", "minimum": 1, "maximum": 7}}}}},
+    {"type": "function", "function": {"name": "get_time", "description": "Local time in a city",
+     "parameters": {"type": "object", "properties": {"city": _CITY}, "required": ["city"]}}},
 ]
+_TEXT = {"type": "string", "maxLength": 12}  # bounded, so a small model cannot ramble inside a value
+#: Names with '.', ':' and '-'; every JSON type, the common aliases, an enum, nested objects, arrays,
+#: a ``$ref`` into ``$defs``; OpenAI, Anthropic (``input_schema``) and flat tool shapes.
+AWKWARD_TOOLS: list[dict[str, Any]] = [
+    {"type": "function", "function": {"name": "weather.current", "description": "Current weather", "parameters": {
+        "type": "object",
+        "properties": {"city": _TEXT, "unit": {"enum": ["celsius", "fahrenheit"]},
+                       "days": {"type": "integer", "minimum": 1, "maximum": 7}, "lat": {"type": "number"},
+                       "hourly": {"type": "boolean"}, "note": {"type": "null"},
+                       "tags": {"type": "array", "items": {"type": "string", "maxLength": 8}, "maxItems": 2},
+                       "place": {"$ref": "#/$defs/place"}},
+        "required": ["city", "unit", "days", "lat", "hourly", "note", "tags", "place"],
+        "$defs": {"place": {"type": "object", "required": ["country"], "properties": {
+            "country": _TEXT, "zone": {"type": "integer", "minimum": 0, "maximum": 9}}}}}}},
+    {"name": "ns:get_time", "description": "Local time in a city", "input_schema": {
+        "type": "object",
+        "properties": {"city": {"type": "str", "maxLength": 12}, "offset": {"type": "int", "minimum": 0, "maximum": 9},
+                       "scale": {"type": "float"}, "dst": {"type": "bool"},
+                       "zones": {"type": "list", "items": {"type": "str", "maxLength": 6}, "maxItems": 2},
+                       "format": {"type": "dict", "properties": {"clock": {"enum": ["24h", "12h"]}},
+                                  "required": ["clock"]}},
+        "required": ["city", "offset", "scale", "dst", "zones", "format"]}},
+    {"type": "function", "name": "get-zone", "parameters": {"type": "object", "properties": {"city": _TEXT},
+                                                            "required": ["city"]}},
+]
+AWKWARD_PROMPT = "What is the weather in Paris right now, and the local time there?"
 CONTENT_PROMPTS = (
     "What is the capital of France? Answer in one sentence.",
     "Name one colour.",
@@ -143,11 +137,14 @@ class Probe:
     calls: int = 0  # forced calls
     max_new_tokens: int = 64
     marker: str = ""  # the marker a look-alike probe forces as ordinary text
+    tools: tuple[Mapping[str, Any], ...] = ()  # forced and refusal probes: the tool set
+    named: str = ""  # a forced probe's named tool ("": tool_choice required)
+    refused: str = ""  # the grammar's refusal (GrammarError) when it would not force the tool set
 
     @property
     def forced_by(self) -> str:
         if self.spec is None:
-            return "prefill" if self.prefill else "-"
+            return "grammar refused" if self.refused else "prefill" if self.prefill else "-"
         return str(self.spec["kind"]).replace("_", " ") + (" + prefill" if self.prefill else "")
 
 
@@ -166,6 +163,7 @@ def plan(profile: Profile, target: str) -> list[Probe]:
             longest = example_calls(profile, [("get_weather", {"city": "W" * 13, "days": 7})] * n)
             out.append(Probe(f"{target}: {n} call{'s' * (n > 1)}", target, "call", CALL_PROMPT, spec,
                              reasoning=call_mode, calls=n, max_new_tokens=len(longest.encode()) + 64))
+        out += awkward_probes(profile, target, call_mode)
     if r is not None and r.open and r.close:
         forced = reasoning_spec(profile, REASONING_TEXT, ANSWER_TEXT)
         out.append(Probe(f"{target}: reasoning", target, "reasoning", REASON_PROMPT, forced,
@@ -174,6 +172,41 @@ def plan(profile: Profile, target: str) -> list[Probe]:
         out.append(Probe(f"{target}: reasoning, prefilled", target, "reasoning", REASON_PROMPT, pre,
                          prefill=r.open[0], reasoning="prefilled", max_new_tokens=160))
     return out
+
+
+def awkward_probes(profile: Profile, target: str, reasoning: str | None = None) -> list[Probe]:
+    """Forced probes with :data:`AWKWARD_TOOLS` (required, and each tool the format can write by
+    name), and a refusal probe when the format cannot write every name."""
+    t = profile.tools
+    kinds = [c.kind for c in (t.codec, t.alt_codec) if c is not None] if t is not None else [None]
+    ok = tuple(tool for tool in AWKWARD_TOOLS if all(writable(n, k) for n in read_tools([tool]) for k in kinds))
+    out = []
+    if len(ok) < len(AWKWARD_TOOLS):
+        out.append(_forced(profile, f"{target}: awkward tools refused", target, "refusal", tuple(AWKWARD_TOOLS)))
+    out.append(_forced(profile, f"{target}: awkward tools, required", target, "forced", ok, "required", reasoning))
+    return out + [_forced(profile, f"{target}: awkward tools, {n}", target, "forced", ok,
+                          {"type": "function", "function": {"name": n}}, reasoning) for n in read_tools(ok)]
+
+
+def _forced(profile: Profile, pid: str, target: str, kind: Kind, tools: tuple[Mapping[str, Any], ...],
+            choice: object = "required", reasoning: str | None = None) -> Probe:
+    named = choice["function"]["name"] if isinstance(choice, Mapping) else ""
+    try:
+        spec = for_request(profile, list(tools), choice, parallel_tool_calls=False)
+    except GrammarError as exc:
+        return Probe(pid, target, kind, AWKWARD_PROMPT, tools=tools, named=named, refused=str(exc))
+    return Probe(pid, target, kind, AWKWARD_PROMPT, spec, reasoning=reasoning, calls=1, max_new_tokens=1024,
+                 tools=tools, named=named)
+
+
+def evaluate_refusal(probe: Probe) -> ProbeResult:
+    """A tool set the format cannot write (``refusal``) must be refused, naming a tool it cannot
+    write; any other probe whose grammar was refused fails with the refusal."""
+    unwritable = [n for n in read_tools(list(probe.tools)) if f"{n!r}" in probe.refused]
+    ok = probe.kind == "refusal" and bool(unwritable)
+    why = "" if ok else f"grammar refused: {probe.refused}" if probe.refused else "the grammar accepted the tool set"
+    return ProbeResult(probe, "", 0, None, 0.0, None, [Check("refused", ok, why)],
+                       expected={"refused": probe.kind == "refusal"}, parsed={"refused": probe.refused})
 
 
 def lookalike_probe(marker: str) -> Probe:
@@ -198,7 +231,7 @@ def evaluate_lookalike(
     """Judge a look-alike probe from the ``(text, special)`` pieces the parser was fed."""
     text = "".join(t for t, _ in pieces)
     if live_events is None or live_result is None:
-        live_events, live_result = _feed_pieces(profile, pieces, special_tokens)
+        live_events, live_result = _feed(profile, pieces, special_tokens=special_tokens)
     res = live_result
     ended = bool(pieces) and pieces[-1][1] and pieces[-1][0] in profile.strip
     forced = "".join(t for t, _ in pieces[:-1]) if ended else text
@@ -210,30 +243,37 @@ def evaluate_lookalike(
     got = [(i.code, i.position) for i in res.issues]
     want = [("lookalike_marker", at)]
     checks.append(Check("lookalike issue", got == want, "" if got == want else f"issues {got} vs {want}"))
-    _, text_mode = _feed(profile, [text], probe.reasoning, None)
+    _, text_mode = _feed(profile, [text], probe.reasoning)
     lost = probe.marker not in text_mode.content
     checks.append(Check("text mode strips it", lost, "" if lost else f"text mode kept {text_mode.content!r}"))
-    joined = _join_ordinary(pieces)
-    whole_events, whole = _feed_pieces(profile, joined, special_tokens)
-    char_events, per_char = _feed_pieces(profile, _split_chars(joined), special_tokens)
-    same = (_summary(res) == _summary(whole) == _summary(per_char)
-            and coalesce(live_events) == coalesce(whole_events) == coalesce(char_events))
-    checks.append(Check("live == whole", same, "" if same else
-                        f"live {_summary(res)} / whole {_summary(whole)} / per char {_summary(per_char)}"))
+    checks.append(_invariance(profile, pieces, res, live_events, special_tokens=special_tokens))
     parsed = {"reasoning": res.reasoning, "content": res.content, "calls": [],
               "issues": [i.to_dict() for i in res.issues], "text_mode_content": text_mode.content}
     return ProbeResult(probe, text, len(pieces), tokens, seconds, finish_reason, checks, [], parsed,
                        {"content": forced})
 
 
-def _feed_pieces(profile: Profile, pieces: Sequence[tuple[str, bool]],
-                 special_tokens: frozenset[str] | set[str]) -> tuple[list[Event], Result]:
-    parser = profile.parser(special_tokens=special_tokens)
+def _feed(profile: Profile, pieces: Sequence[str | tuple[str, bool]], reasoning: str | None = None,
+          tools: object = None, special_tokens: frozenset[str] | set[str] | None = None) -> tuple[list[Event], Result]:
+    """Parse ``pieces`` (text, or ``(text, special)`` in token mode) with a fresh parser."""
+    parser = profile.parser(tools=tools, reasoning=reasoning, special_tokens=special_tokens)
     events: list[Event] = []
-    for text, special in pieces:
-        events += parser.feed(text, special)
+    for piece in pieces:
+        events += parser.feed(*((piece, False) if isinstance(piece, str) else piece))
     events += parser.close()
     return events, parser.result()
+
+
+def _invariance(profile: Profile, pieces: Sequence[tuple[str, bool]], res: Result, live_events: Sequence[Event],
+                **parser: Any) -> Check:
+    """The live result equals the whole text's and a character-by-character feed's (special tokens whole)."""
+    joined = _join_ordinary(pieces)
+    whole_events, whole = _feed(profile, joined, **parser)
+    char_events, per_char = _feed(profile, _split_chars(joined), **parser)
+    same = (_summary(res) == _summary(whole) == _summary(per_char)
+            and coalesce(live_events) == coalesce(whole_events) == coalesce(char_events))
+    return Check("live == whole", same, "" if same else
+                 f"live {_summary(res)} / whole {_summary(whole)} / per char {_summary(per_char)}")
 
 
 def _join_ordinary(pieces: Sequence[tuple[str, bool]]) -> list[tuple[str, bool]]:
@@ -332,7 +372,7 @@ OURS = (OVParser("GenAIParser", compares="all"), OVParser("GenAIIncrementalParse
 
 def openvino_parsers_for(probe: Probe, profile: Profile) -> list[OVParser]:
     """The GenAI parsers that read this probe's format (empty when GenAI has none)."""
-    if probe.kind == "call":
+    if probe.kind in ("call", "forced"):
         from ..export.resolve import resolve_profile
 
         binding = resolve_profile(profile, "genai").tools  # GenAI's own parser, when one reads the format
@@ -490,16 +530,6 @@ def _summary(res: Result) -> tuple[Any, ...]:
             [i.code for i in res.issues])
 
 
-def _feed(profile: Profile, pieces: Sequence[str], reasoning: str | None,
-          tools: object) -> tuple[list[Event], Result]:
-    parser = profile.parser(tools=tools, reasoning=reasoning)
-    events: list[Event] = []
-    for piece in pieces:
-        events += parser.feed(piece)
-    events += parser.close()
-    return events, parser.result()
-
-
 def evaluate(
     probe: Probe,
     profile: Profile,
@@ -554,6 +584,18 @@ def evaluate(
         if res.content.strip():
             problems.append(f"content {res.content.strip()[:60]!r}")
         checks.append(Check("parsed", not problems, "; ".join(problems)))
+    elif probe.kind == "forced":  # the values are the model's: the call must name a listed tool and validate
+        schemas = read_tools(tools)
+        expected = {"calls": 1, "named": probe.named or None, "tools": list(schemas)}
+        problems = [f"{len(res.tool_calls)} call(s), 1 forced"] if len(res.tool_calls) != 1 else []
+        problems += [f"call {c.name!r} ({c.status})" for c in res.tool_calls
+                     if c.status != "ok" or c.name not in schemas or probe.named not in ("", c.name)]
+        if res.content.strip():
+            problems.append(f"content {res.content.strip()[:60]!r}")
+        checks.append(Check("parsed", not problems, "; ".join(problems)))
+        invalid = [f"{c.name}: {p}" for c in res.tool_calls if c.name in schemas
+                   for p in validate_arguments(c.arguments, normalized(schemas[c.name]))]
+        checks.append(Check("schema", not invalid, "; ".join(invalid)))
     else:
         r = profile.reasoning
         assert r is not None
@@ -568,12 +610,8 @@ def evaluate(
     checks.append(Check("no stray markers", not leaked, f"leaked {leaked}" if leaked else ""))
     issues = [f"{i.code}: {i.message}" for i in res.issues]
     checks.append(Check("no issues", not issues, "; ".join(issues)))
-    whole_events, whole = _feed(profile, [text], probe.reasoning, tools)
-    char_events, per_char = _feed(profile, list(text), probe.reasoning, tools)
-    same = (_summary(res) == _summary(whole) == _summary(per_char)
-            and coalesce(live_events) == coalesce(whole_events) == coalesce(char_events))
-    checks.append(Check("live == whole", same, "" if same else
-                        f"live {_summary(res)} / whole {_summary(whole)} / per char {_summary(per_char)}"))
+    checks.append(_invariance(profile, [(c, False) for c in chunks], res, live_events,
+                              reasoning=probe.reasoning, tools=tools))
     comparisons = [compare_openvino(spec, res, theirs) for spec, theirs in (openvino or {}).items()]
     parsed = {"reasoning": res.reasoning, "content": res.content,
               "calls": [{"name": c.name, "arguments": c.arguments, "status": c.status} for c in res.tool_calls]}
@@ -666,9 +704,9 @@ def record_evidence(profile: Profile, report: VerifyReport) -> Profile:
 
 def _probe_row(r: ProbeResult) -> list[str]:
     tps = r.tokens_per_second
-    parsed = r.check("parsed")
-    live = r.check("live == whole")
-    failed = [c.name for c in r.checks if not c.ok and c.name not in ("parsed", "live == whole")]
+    parsed = r.check("parsed") or r.check("refused")
+    live = r.check("live == whole") or r.check("refused")
+    failed = [c.name for c in r.checks if not c.ok and c.name not in ("parsed", "refused", "live == whole")]
     status = "ok" if parsed and parsed.ok else "FAIL"
     if failed:
         status += " (" + ", ".join(failed) + ")"
@@ -729,9 +767,9 @@ def run_probe(live: LivePipeline, probe: Probe, profile: Profile, ov: Any) -> Pr
     """Generate one probe live (greedy), parse it while it streams, and evaluate it."""
     from autoparser.live.streaming import generate
 
-    if probe.kind == "lookalike":
-        return _run_lookalike(live, probe, profile)
-    tools = TOOLS if probe.kind == "call" else None
+    if probe.kind == "refusal" or probe.refused:
+        return evaluate_refusal(probe)
+    tools = list(probe.tools) if probe.tools else TOOLS if probe.kind == "call" else None
     render_tools = tools if probe.target == "model" and profile.tools is not None else None
     prompt = live.render([{"role": "user", "content": probe.prompt}], tools=render_tools)
     config: dict[str, Any] = {"max_new_tokens": probe.max_new_tokens, "do_sample": False}
@@ -739,27 +777,18 @@ def run_probe(live: LivePipeline, probe: Probe, profile: Profile, ov: Any) -> Pr
         config["structured_output"] = dict(probe.spec)
     run = generate(live, prompt, tools=tools, profile=profile, prefill=probe.prefill,
                    reasoning=probe.reasoning, generation_config=config)
+    measured: dict[str, Any] = {"finish_reason": run.finish_reason, "tokens": run.num_generated_tokens,
+                                "seconds": run.seconds, "live_events": run.events, "live_result": run.result}
+    if probe.kind == "lookalike":
+        return evaluate_lookalike(probe, profile, run.pieces, live.token_table().strings, **measured)
     decoded = run.decoded_text
     ov_results: dict[OVParser, Mapping[str, Any] | str] = {}
     clean_chunks = [_body(c, live.end_markers) for c in run.chunks]
     for spec in (*openvino_parsers_for(probe, profile), *OURS):
         ov_results[spec] = run_openvino_parser(ov, spec, decoded or _body(run.text, live.end_markers),
                                                clean_chunks, profile=profile, tools=tools, reasoning=probe.reasoning)
-    return evaluate(probe, profile, run.chunks, decoded=decoded, finish_reason=run.finish_reason,
-                    end_markers=live.end_markers, tools=tools, openvino=ov_results,
-                    tokens=run.num_generated_tokens, seconds=run.seconds, live_events=run.events,
-                    live_result=run.result)
-
-
-def _run_lookalike(live: LivePipeline, probe: Probe, profile: Profile) -> ProbeResult:
-    from autoparser.live.streaming import generate
-
-    prompt = live.render([{"role": "user", "content": probe.prompt}])
-    config = {"max_new_tokens": probe.max_new_tokens, "do_sample": False, "structured_output": dict(probe.spec or {})}
-    run = generate(live, prompt, profile=profile, generation_config=config, tokens=True)
-    return evaluate_lookalike(probe, profile, run.pieces, live.token_table().strings,
-                              finish_reason=run.finish_reason, tokens=run.num_generated_tokens,
-                              seconds=run.seconds, live_events=run.events, live_result=run.result)
+    return evaluate(probe, profile, run.chunks, decoded=decoded, end_markers=live.end_markers, tools=tools,
+                    openvino=ov_results, **measured)
 
 
 def run_verify(path: str | None = None, dialects: Sequence[str] = (), *, device: str = "CPU",
