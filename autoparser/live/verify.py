@@ -216,18 +216,10 @@ def lookalike_probe(marker: str) -> Probe:
                  max_new_tokens=len(marker) + 32, marker=marker)
 
 
-def evaluate_lookalike(
-    probe: Probe,
-    profile: Profile,
-    pieces: Sequence[tuple[str, bool]],
-    special_tokens: frozenset[str] | set[str],
-    *,
-    finish_reason: str | None = None,
-    tokens: int | None = None,
-    seconds: float = 0.0,
-    live_events: Sequence[Event] | None = None,
-    live_result: Result | None = None,
-) -> ProbeResult:
+def evaluate_lookalike(probe: Probe, profile: Profile, pieces: Sequence[tuple[str, bool]],
+                       special_tokens: frozenset[str] | set[str], *, finish_reason: str | None = None,
+                       tokens: int | None = None, seconds: float = 0.0, live_events: Sequence[Event] | None = None,
+                       live_result: Result | None = None) -> ProbeResult:
     """Judge a look-alike probe from the ``(text, special)`` pieces the parser was fed."""
     text = "".join(t for t, _ in pieces)
     if live_events is None or live_result is None:
@@ -328,9 +320,7 @@ def expected_calls(text: str) -> list[tuple[str, dict[str, Any]]]:
 def expected_reasoning(text: str, open_marker: str, close_marker: str) -> tuple[str, str] | None:
     """(reasoning, content), stripped, split at the markers; None when the text has no close marker."""
     m = re.fullmatch(f"(?:{re.escape(open_marker)})?(.*?){re.escape(close_marker)}(.*)", text, re.S)
-    if m is None:
-        return None
-    return m.group(1).strip(), m.group(2).strip()
+    return None if m is None else (m.group(1).strip(), m.group(2).strip())
 
 
 def stray_markers(profile: Profile, extra: Sequence[str] = ()) -> list[str]:
@@ -397,47 +387,41 @@ def run_openvino_parser(ov: Any, spec: OVParser, decoded: str, chunks: Sequence[
                         profile: Profile | None = None, tools: object = None,
                         reasoning: str | None = None) -> dict[str, Any] | str:
     """What a GenAI parser makes of the text: a message dict, or the error it raised (a finding).
-    ``profile`` / ``tools`` / ``reasoning`` configure autoparser's own GenAI parsers (:data:`OURS`)."""
+    ``profile`` / ``tools`` / ``reasoning`` configure autoparser's own GenAI parsers (:data:`OURS`),
+    whose errors are not findings but failures: they propagate."""
     if spec in OURS:
-        return _run_ours(spec, decoded, chunks, profile, tools, reasoning)
+        from autoparser import live
+
+        return _drive(getattr(live, spec.cls)(profile, tools=tools, reasoning=reasoning), spec, decoded, chunks)
     try:
-        parser = getattr(ov, spec.cls)(**dict(spec.kwargs))
-        if not spec.incremental:
-            message: dict[str, Any] = {"content": decoded}
-            parser.parse(message)  # mutates the message in place
-            result: dict[str, Any] = json.loads(json.dumps(message))
-            return result
-        said, content = [], []
-        for chunk in chunks:
-            delta: dict[str, Any] = {}
-            content.append(parser.parse(delta, chunk))
-            said.append(str(delta.get("reasoning_content", "")))
-        return {"reasoning_content": "".join(said), "content": "".join(content)}
+        return _drive(getattr(ov, spec.cls)(**dict(spec.kwargs)), spec, decoded, chunks)
     except Exception as exc:  # GenAI raises RuntimeError on input it cannot read
         lines = [ln for ln in str(exc).strip().splitlines() if not ln.startswith("Exception from ")]
         return f"{type(exc).__name__}: {lines[0] if lines else ''}"
 
 
-def _run_ours(spec: OVParser, decoded: str, chunks: Sequence[str], profile: Profile | None, tools: object,
-              reasoning: str | None) -> dict[str, Any]:
-    from autoparser import live
-
-    assert profile is not None
+def _drive(parser: Any, spec: OVParser, decoded: str, chunks: Sequence[str]) -> dict[str, Any]:
+    """The whole text through a parser's ``parse(message)``, or the chunks through ``parse(delta, chunk)``:
+    content is what it returns, reasoning (and, for ours, tool calls as JSON lines and the flushed
+    last delta) what it writes into the deltas."""
     if not spec.incremental:
         message: dict[str, Any] = {"content": decoded}
-        live.GenAIParser(profile, tools=tools, reasoning=reasoning).parse(message)
-        return message
-    parser = live.GenAIIncrementalParser(profile, tools=tools, reasoning=reasoning)
-    out: dict[str, str] = {"content": "", "reasoning_content": "", "tool_calls": ""}
-    deltas = []
+        parser.parse(message)  # mutates the message in place
+        result: dict[str, Any] = json.loads(json.dumps(message))
+        return result
+    ours = spec in OURS
+    out = {"content": "", "reasoning_content": "", "tool_calls": ""}
+    deltas: list[dict[str, Any]] = []
     for chunk in chunks:
-        delta: dict[str, Any] = {}
-        out["content"] += parser.parse(delta, chunk)
-        deltas.append(delta)
-    deltas.append(parser.finish())
+        deltas.append({})
+        out["content"] += parser.parse(deltas[-1], chunk)
+    if ours:
+        deltas.append(parser.finish())
     for delta in deltas:
-        for key in out:
+        for key in ("content", "reasoning_content", "tool_calls") if ours else ("reasoning_content",):
             out[key] += str(delta.get(key, ""))
+    if not ours:
+        return {"reasoning_content": out["reasoning_content"], "content": out["content"]}
     return {**out, "tool_calls": [json.loads(x) for x in out["tool_calls"].splitlines()]}
 
 
@@ -461,9 +445,8 @@ def compare_openvino(spec: OVParser, ours: Result, theirs: Mapping[str, Any] | s
     if spec.compares == "calls":
         got = [(c.get("name"), c.get("arguments", c.get("parameters"))) for c in theirs.get("tool_calls") or []]
         want = [(c.name, c.arguments) for c in ours.tool_calls]
-        if got == want:
-            return Comparison(spec.name, True, f"{len(got)} call(s) agree")
-        return Comparison(spec.name, False, f"calls {got} vs ours {want}")
+        return Comparison(spec.name, got == want,
+                          f"{len(got)} call(s) agree" if got == want else f"calls {got} vs ours {want}")
     r_theirs = str(theirs.get("reasoning_content", "")).strip()
     c_theirs = str(theirs.get("content", "")).strip()
     diffs = []
@@ -530,21 +513,11 @@ def _summary(res: Result) -> tuple[Any, ...]:
             [i.code for i in res.issues])
 
 
-def evaluate(
-    probe: Probe,
-    profile: Profile,
-    chunks: Sequence[str],
-    *,
-    decoded: str | None = None,
-    finish_reason: str | None = None,
-    end_markers: Sequence[str] = (),
-    tools: object = TOOLS,
-    openvino: Mapping[OVParser, Mapping[str, Any] | str] | None = None,
-    tokens: int | None = None,
-    seconds: float = 0.0,
-    live_events: Sequence[Event] | None = None,
-    live_result: Result | None = None,
-) -> ProbeResult:
+def evaluate(probe: Probe, profile: Profile, chunks: Sequence[str], *, decoded: str | None = None,
+             finish_reason: str | None = None, end_markers: Sequence[str] = (), tools: object = TOOLS,
+             openvino: Mapping[OVParser, Mapping[str, Any] | str] | None = None, tokens: int | None = None,
+             seconds: float = 0.0, live_events: Sequence[Event] | None = None,
+             live_result: Result | None = None) -> ProbeResult:
     """Judge one probe from what was streamed (``chunks``, special tokens included).
 
     ``live_events``/``live_result`` are what the parser produced while streaming; without them
@@ -719,9 +692,8 @@ def render_table(report: VerifyReport, verified: Profile | None, out: TextIO, *,
     w = out.write
     w(f"autoparse verify: {report.model} on {report.device}, OpenVINO GenAI {report.openvino_genai}\n")
     p = report.profile
-    shape = []
-    shape.append(f"tools: {p.tools.codec.kind}" if p.tools else "no tool format")
-    shape.append("reasoning " + "/".join(p.reasoning.close) if p.reasoning else "no reasoning")
+    shape = [f"tools: {p.tools.codec.kind}" if p.tools else "no tool format",
+             "reasoning " + "/".join(p.reasoning.close) if p.reasoning else "no reasoning"]
     w(f"model profile: {p.name or 'derived'} ({report.profile_source}; {', '.join(shape)})\n\n")
     head = ["probe", "forced by", "tok", "tok/s", "parsed", "live=whole", "OpenVINO GenAI parsers"]
     rows = [_probe_row(r) for r in report.results]
