@@ -471,6 +471,8 @@ def test_main_verify_exit_codes_json_and_save(monkeypatch: pytest.MonkeyPatch, t
     model.write_bytes(b"GGUF")
     assert v.main_verify([str(model), "--dialect", "hermes", "--save", str(save)], io.StringIO()) == 1
     assert not save.exists() and seen[-1] == (str(model), ["hermes"])
+    assert v.main_verify(["--all"], io.StringIO()) == 1 and seen[-1] == (None, [d.name for d in autoparser.dialects()])
+    assert len(seen[-1][1]) == 23
     assert v.main_verify([str(tmp_path / "missing.gguf")], io.StringIO()) == 2  # not a model: before loading
     assert v.main_verify(["--dialect", "no-such-dialect"], io.StringIO()) == 2
 

@@ -153,17 +153,12 @@ def _check_model_path(path: Path) -> None:
 
 def _template_from_files(path: Path) -> tuple[str, str]:
     """The chat template stored with the model, for tokenizers that do not expose one."""
+    value, source, cfg = None, "", path / "tokenizer_config.json"
     if path.is_file():
-        value = _gguf_metadata(path).get("tokenizer.chat_template")
-        if isinstance(value, str) and value:
-            return value, "gguf"
-    else:
-        cfg = path / "tokenizer_config.json"
-        if cfg.is_file():
-            value = json.loads(cfg.read_text(encoding="utf-8")).get("chat_template")
-            if isinstance(value, str) and value:
-                return value, "tokenizer_config.json"
-    return "", "none"
+        value, source = _gguf_metadata(path).get("tokenizer.chat_template"), "gguf"
+    elif cfg.is_file():
+        value, source = json.loads(cfg.read_text(encoding="utf-8")).get("chat_template"), "tokenizer_config.json"
+    return (value, source) if isinstance(value, str) and value else ("", "none")
 
 
 def load_pipeline(path: str | Path | None = None, device: str = "CPU", *, profile: Profile | str | None = None,

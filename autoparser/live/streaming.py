@@ -31,6 +31,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cache
 from typing import TYPE_CHECKING, Any, Protocol
 
 from autoparser.events import Event
@@ -119,34 +120,29 @@ def _prepare(live: LivePipeline, messages_or_prompt: Prompt, *, tools: Sequence[
                      decoder=table.decoder() if table is not None else None)
 
 
-_TOKEN_STREAMERS: dict[int, type] = {}
-
-
+@cache
 def _token_streamer_class(ov: Any) -> type:
     """A ``StreamerBase`` subclass that decodes ids itself (made on first use: GenAI is optional)."""
-    cls = _TOKEN_STREAMERS.get(id(ov))
-    if cls is None:
 
-        class TokenStreamer(ov.StreamerBase):  # type: ignore[misc]
-            def __init__(self, decoder: TokenDecoder, on_piece: OnPiece) -> None:
-                super().__init__()
-                self._decoder = decoder
-                self._on_piece = on_piece
+    class TokenStreamer(ov.StreamerBase):  # type: ignore[misc]
+        def __init__(self, decoder: TokenDecoder, on_piece: OnPiece) -> None:
+            super().__init__()
+            self._decoder = decoder
+            self._on_piece = on_piece
 
-            def write(self, token: Any) -> Any:
-                status = ov.StreamingStatus.RUNNING
-                for text, special in self._decoder.feed([token] if isinstance(token, int) else list(token)):
-                    answer = self._on_piece(text, special)
-                    if answer in (ov.StreamingStatus.STOP, ov.StreamingStatus.CANCEL):
-                        status = answer
-                return status
+        def write(self, token: Any) -> Any:
+            status = ov.StreamingStatus.RUNNING
+            for text, special in self._decoder.feed([token] if isinstance(token, int) else list(token)):
+                answer = self._on_piece(text, special)
+                if answer in (ov.StreamingStatus.STOP, ov.StreamingStatus.CANCEL):
+                    status = answer
+            return status
 
-            def end(self) -> None:
-                for text, special in self._decoder.flush():
-                    self._on_piece(text, special)
+        def end(self) -> None:
+            for text, special in self._decoder.flush():
+                self._on_piece(text, special)
 
-        cls = _TOKEN_STREAMERS[id(ov)] = TokenStreamer
-    return cls
+    return TokenStreamer
 
 
 def piece_streamer(ov: Any, tokenizer: Any, decoder: TokenDecoder | None, on_piece: OnPiece) -> Any:
@@ -159,11 +155,8 @@ def piece_streamer(ov: Any, tokenizer: Any, decoder: TokenDecoder | None, on_pie
 
 
 def _opens_reasoning(profile: Profile, prefill: str) -> bool:
-    spec = profile.reasoning
-    if spec is None:
-        return False
-    tail = prefill.rstrip()
-    return any(tail.endswith(marker.rstrip()) for marker in spec.open)
+    tail, spec = prefill.rstrip(), profile.reasoning
+    return spec is not None and any(tail.endswith(marker.rstrip()) for marker in spec.open)
 
 
 def _config(ov: Any, generation_config: Any) -> tuple[Any, Callable[[], None]]:
@@ -189,11 +182,7 @@ def _config(ov: Any, generation_config: Any) -> tuple[Any, Callable[[], None]]:
         return cfg, lambda: None
     previous = generation_config.apply_chat_template
     generation_config.apply_chat_template = False
-
-    def restore() -> None:
-        generation_config.apply_chat_template = previous
-
-    return generation_config, restore
+    return generation_config, lambda: setattr(generation_config, "apply_chat_template", previous)
 
 
 def _check_fields(ov: Any, fields: Mapping[str, Any]) -> None:

@@ -12,14 +12,10 @@ each streamed live through the parser:
   the parser, which must then return exactly that call.
 * ``reasoning``: a reasoning block forced in the profile's markers, and one opened by the prompt
   (prefilled); reasoning and content must come back separated.
-* ``forced``: awkward tool sets forced with :func:`~autoparser.grammar.for_request` (``tool_choice``
-  required, and named): tool names with ``.``, ``:`` and ``-``, every JSON type and the common
-  aliases (``str``, ``int``, ``float``, ``bool``, ``list``, ``dict``), enums, nested objects, arrays,
-  ``$ref`` into ``$defs``, the Anthropic ``input_schema`` form (:data:`AWKWARD_TOOLS`). The values
-  are the model's; the parsed call must name a listed tool (the named one) and validate against
-  its schema, with no issue. ``refusal``: where the format cannot write a name
-  (:func:`autoparser.wire.writable`), the grammar must refuse the tool set; the forced probes then
-  use the tools it can write.
+* ``forced``: :data:`AWKWARD_TOOLS` forced by :func:`~autoparser.grammar.for_request` (``tool_choice``
+  required, and each tool named); the values are the model's, and the parsed call must name a listed
+  tool (the named one) and validate against its schema, with no issue. ``refusal``: where the
+  format cannot write a name (:func:`autoparser.wire.writable`), the grammar must refuse the set.
 * ``lookalike``: the model's end-of-turn marker (a special token) forced by grammar as ordinary
   text in the middle of an answer. Parsed in token mode (the live default) it stays content with
   a ``lookalike_marker`` issue and the real special token still ends the turn; the text-level
@@ -49,7 +45,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TextIO
 
 from autoparser.cli import command
-from autoparser.dialects import get_profile
+from autoparser.dialects import dialects, get_profile
 from autoparser.engine.values import validate_arguments
 from autoparser.errors import SourceError
 from autoparser.events import Event, coalesce
@@ -63,7 +59,7 @@ if TYPE_CHECKING:
     from autoparser.profile import Profile
 
 __all__ = ["AWKWARD_TOOLS", "CITY", "TOOLS", "Check", "Comparison", "OVParser", "Probe", "ProbeResult",
-           "VerifyReport", "compare_openvino", "content_probes", "evaluate", "evaluate_lookalike",
+           "VerifyReport", "awkward_probes", "compare_openvino", "content_probes", "evaluate", "evaluate_lookalike",
            "evaluate_refusal", "expected_calls", "expected_reasoning", "lookalike_probe", "main_verify",
            "openvino_parsers_for", "plan", "record_evidence", "render_table", "run_openvino_parser", "run_probe",
            "run_verify", "stray_markers"]
@@ -81,8 +77,8 @@ TOOLS: list[dict[str, Any]] = [
      "parameters": {"type": "object", "properties": {"city": _CITY}, "required": ["city"]}}},
 ]
 _TEXT = {"type": "string", "maxLength": 12}  # bounded, so a small model cannot ramble inside a value
-#: Names with '.', ':' and '-'; every JSON type, the common aliases, an enum, nested objects, arrays,
-#: a ``$ref`` into ``$defs``; OpenAI, Anthropic (``input_schema``) and flat tool shapes.
+#: Names with '.', ':' and '-'; every JSON type, the aliases (str, int, float, bool, list, dict), enums,
+#: nested objects, arrays, a ``$ref`` into ``$defs``; OpenAI, Anthropic (``input_schema``) and flat shapes.
 AWKWARD_TOOLS: list[dict[str, Any]] = [
     {"type": "function", "function": {"name": "weather.current", "description": "Current weather", "parameters": {
         "type": "object",
@@ -371,16 +367,14 @@ def openvino_parsers_for(probe: Probe, profile: Profile) -> list[OVParser]:
     r = profile.reasoning
     if probe.kind != "reasoning" or r is None or len(r.open) != 1 or len(r.close) != 1:
         return []
-    tags: tuple[tuple[str, Any], ...] = (("open_tag", r.open[0]), ("close_tag", r.close[0]))
-    opts: tuple[tuple[str, Any], ...]
-    if probe.reasoning == "prefilled":
-        opts = (("expect_open_tag", False), ("keep_original_content", False), *tags)
-        out = [OVParser("ReasoningParser", opts), OVParser("ReasoningIncrementalParser", opts, incremental=True)]
-        if (r.open[0], r.close[0]) == ("<think>", "</think>"):
-            out.append(OVParser("DeepSeekR1ReasoningParser", compares="reasoning_only"))
-        return out
-    opts = (("keep_original_content", False), *tags)
-    return [OVParser("ReasoningParser", opts), OVParser("ReasoningIncrementalParser", opts, incremental=True)]
+    prefilled = probe.reasoning == "prefilled"
+    opts: tuple[tuple[str, Any], ...] = (*((("expect_open_tag", False),) if prefilled else ()),
+                                         ("keep_original_content", False), ("open_tag", r.open[0]),
+                                         ("close_tag", r.close[0]))
+    out = [OVParser("ReasoningParser", opts), OVParser("ReasoningIncrementalParser", opts, incremental=True)]
+    if prefilled and (r.open[0], r.close[0]) == ("<think>", "</think>"):
+        out.append(OVParser("DeepSeekR1ReasoningParser", compares="reasoning_only"))
+    return out
 
 
 def run_openvino_parser(ov: Any, spec: OVParser, decoded: str, chunks: Sequence[str], *,
@@ -542,34 +536,30 @@ def evaluate(probe: Probe, profile: Profile, chunks: Sequence[str], *, decoded: 
         checks.append(Check("parsed", ok, "" if ok else f"content {res.content[:60]!r} vs decoded {want[:60]!r}"
                             + (f", {len(res.tool_calls)} call(s)" if res.tool_calls else "")
                             + (", reasoning" if res.reasoning else "")))
-    elif probe.kind == "call":
+    elif probe.kind == "call":  # the expected calls are read from the text, never from the parser
         calls = expected_calls(body)
         expected = {"calls": [{"name": n, "arguments": a} for n, a in calls]}
         got = [(c.name, c.arguments) for c in res.tool_calls]
-        problems = []
-        if got != calls:
-            problems.append(f"calls {got} vs expected {calls}")
+        problems = [f"calls {got} vs expected {calls}"] if got != calls else []
         if len(calls) != probe.calls:
             problems.append(f"{len(calls)} call(s) in the text, {probe.calls} forced")
-        bad = [c.status for c in res.tool_calls if c.status != "ok"]
-        if bad:
+        if bad := [c.status for c in res.tool_calls if c.status != "ok"]:
             problems.append(f"call status {bad}")
-        if res.content.strip():
-            problems.append(f"content {res.content.strip()[:60]!r}")
-        checks.append(Check("parsed", not problems, "; ".join(problems)))
     elif probe.kind == "forced":  # the values are the model's: the call must name a listed tool and validate
         schemas = read_tools(tools)
         expected = {"calls": 1, "named": probe.named or None, "tools": list(schemas)}
         problems = [f"{len(res.tool_calls)} call(s), 1 forced"] if len(res.tool_calls) != 1 else []
         problems += [f"call {c.name!r} ({c.status})" for c in res.tool_calls
                      if c.status != "ok" or c.name not in schemas or probe.named not in ("", c.name)]
+        invalid = [f"{c.name}: {p}" for c in res.tool_calls if c.name in schemas
+                   for p in validate_arguments(c.arguments, normalized(schemas[c.name]))]
+    if probe.kind in ("call", "forced"):
         if res.content.strip():
             problems.append(f"content {res.content.strip()[:60]!r}")
         checks.append(Check("parsed", not problems, "; ".join(problems)))
-        invalid = [f"{c.name}: {p}" for c in res.tool_calls if c.name in schemas
-                   for p in validate_arguments(c.arguments, normalized(schemas[c.name]))]
+    if probe.kind == "forced":
         checks.append(Check("schema", not invalid, "; ".join(invalid)))
-    else:
+    elif probe.kind == "reasoning":
         r = profile.reasoning
         assert r is not None
         split = expected_reasoning(body, r.open[0] if r.open else "", r.close[0])
@@ -803,7 +793,7 @@ def run_verify(path: str | None = None, dialects: Sequence[str] = (), *, device:
 
 @command("autoparse verify")
 def main_verify(argv: list[str], out: TextIO | None = None) -> int:
-    """``autoparse verify [PATH] [--dialect NAME ...] [--json] [--save FILE]``; 0 when every probe
+    """``autoparse verify [PATH] [--dialect NAME ... | --all] [--json] [--save FILE]``; 0 when every probe
     passed, 1 when one did not (or the model fails to load), 2 for a bad command line, a path that
     is not a model, or OpenVINO GenAI not installed."""
     import importlib.util
@@ -817,11 +807,13 @@ def main_verify(argv: list[str], out: TextIO | None = None) -> int:
     ap.add_argument("path", nargs="?", help="a .gguf file or an OpenVINO IR model directory")
     ap.add_argument("--dialect", action="append", default=[], metavar="NAME",
                     help="also force and parse this builtin dialect's format (repeatable)")
+    ap.add_argument("--all", action="store_true", help="--dialect for every builtin dialect")
     ap.add_argument("--device", default="CPU")
     ap.add_argument("--json", action="store_true", help="print the report as JSON")
     ap.add_argument("--save", metavar="FILE", help="write the verified profile JSON to FILE (passing runs only)")
     ap.add_argument("-v", "--verbose", action="store_true", help="show every probe's text and parser comparison")
     a = ap.parse_args(argv)
+    a.dialect = [d.name for d in dialects()] if a.all else a.dialect
     for name in a.dialect:  # before loading a model: a typo is the cheaper mistake to report
         get_profile(name)
     if a.path is not None and not Path(a.path).exists():
