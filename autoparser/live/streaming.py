@@ -31,7 +31,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, partial
 from typing import TYPE_CHECKING, Any, Protocol
 
 from autoparser.events import Event
@@ -241,6 +241,18 @@ class _Record:
         return self.parser.result()
 
 
+def _generate(live: LivePipeline, prep: _Prepared, streamer: Callable[[], Any]) -> tuple[Any, BaseException | None]:
+    """Generate under the pipeline's lock, then undo our config change: (DecodedResults, None), or
+    (None, the error) for the caller to raise once the parser is closed."""
+    try:
+        with live.lock:
+            return live.pipeline.generate([prep.prompt], prep.config, streamer()), None
+    except BaseException as exc:
+        return None, exc
+    finally:
+        prep.restore()
+
+
 # -- callback form ----------------------------------------------------------------------------
 
 
@@ -311,15 +323,7 @@ def generate(live: LivePipeline, messages_or_prompt: Prompt, *, on_event: OnEven
     streamer = ParsingStreamer(live.tokenizer, prep.parser, on_event, prep.decoder)
     streamer.prompt = prep.prompt
     start = time.perf_counter()
-    results: Any = None
-    failure: BaseException | None = None
-    try:
-        with live.lock:
-            results = live.pipeline.generate([prep.prompt], prep.config, streamer.ov_streamer)
-    except BaseException as exc:  # close the parser first, then re-raise below
-        failure = exc
-    finally:
-        prep.restore()
+    results, failure = _generate(live, prep, lambda: streamer.ov_streamer)  # the parser is closed first
     seconds = time.perf_counter() - start
     failure = streamer.error or failure
     streamer.close()
@@ -353,16 +357,11 @@ class _Worker:
         return self.ov.StreamingStatus.STOP if self.stop.is_set() else self.ov.StreamingStatus.RUNNING
 
     def run(self) -> None:
-        results: Any = None
-        try:
-            streamer = piece_streamer(self.ov, self.live.tokenizer, self.prep.decoder, self.on_piece)
-            with self.live.lock:
-                results = self.live.pipeline.generate([self.prep.prompt], self.prep.config, streamer)
-        except BaseException as exc:  # handed to the consumer thread
-            self.queue.put((_ERROR, exc))
-        finally:
-            self.prep.restore()
-            self.queue.put((_DONE, results))
+        make = partial(piece_streamer, self.ov, self.live.tokenizer, self.prep.decoder, self.on_piece)
+        results, error = _generate(self.live, self.prep, make)
+        if error is not None:  # handed to the consumer thread
+            self.queue.put((_ERROR, error))
+        self.queue.put((_DONE, results))
 
 
 class LiveStream(_Record, Iterator[Event]):

@@ -649,11 +649,8 @@ def record_evidence(profile: Profile, report: VerifyReport) -> Profile:
     if kinds_ok["call"] and (profile.tools is not None or profile.messages is not None):
         fields += ["tools", "tools.codec", "tools.markers"]
     conf = dict(profile.field_confidence)
-    raised = []
-    for f in fields:
-        if f in conf or f in ("end_of_turn", "reasoning", "tools"):
-            conf[f] = max(conf.get(f, 0.0), VERIFIED_CONFIDENCE)
-            raised.append(f)
+    raised = [f for f in fields if f in conf or f in ("end_of_turn", "reasoning", "tools")]
+    conf.update({f: max(conf.get(f, 0.0), VERIFIED_CONFIDENCE) for f in raised})
     core = [v for k, v in conf.items() if k in _CORE_FIELDS]
     overall = max(profile.confidence, min(core) if core else VERIFIED_CONFIDENCE)
     line = (f"live: verified with OpenVINO GenAI {report.openvino_genai.split('-')[0]} on {report.model}: "
@@ -707,8 +704,8 @@ def render_table(report: VerifyReport, verified: Profile | None, out: TextIO, *,
     w(f"\n{report.passed}/{len(report.results)} probes passed in {report.seconds:.1f} s "
       f"(load {report.load_seconds:.1f} s; {report.tokens} tokens generated at {tps:.0f} tok/s)\n")
     if verified is not None and report.ok:
-        before = p.confidence
-        w(f"profile confidence {before:.2f} -> {verified.confidence:.2f}; evidence added:\n  {verified.evidence[-1]}\n")
+        w(f"profile confidence {p.confidence:.2f} -> {verified.confidence:.2f}; evidence added:\n"
+          f"  {verified.evidence[-1]}\n")
         missing = [k for k in ("tools", "reasoning") if k in verified.field_confidence
                    and verified.field_confidence[k] < VERIFIED_CONFIDENCE]
         if missing:
