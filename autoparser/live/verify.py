@@ -76,31 +76,11 @@ TOOLS: list[dict[str, Any]] = [
     {"type": "function", "function": {"name": "get_time", "description": "Local time in a city",
      "parameters": {"type": "object", "properties": {"city": _CITY}, "required": ["city"]}}},
 ]
-_TEXT = {"type": "string", "maxLength": 12}  # bounded, so a small model cannot ramble inside a value
 #: Names with '.', ':' and '-'; every JSON type, the aliases (str, int, float, bool, list, dict), enums,
 #: nested objects, arrays, a ``$ref`` into ``$defs``; OpenAI, Anthropic (``input_schema``) and flat shapes.
-AWKWARD_TOOLS: list[dict[str, Any]] = [
-    {"type": "function", "function": {"name": "weather.current", "description": "Current weather", "parameters": {
-        "type": "object",
-        "properties": {"city": _TEXT, "unit": {"enum": ["celsius", "fahrenheit"]},
-                       "days": {"type": "integer", "minimum": 1, "maximum": 7}, "lat": {"type": "number"},
-                       "hourly": {"type": "boolean"}, "note": {"type": "null"},
-                       "tags": {"type": "array", "items": {"type": "string", "maxLength": 8}, "maxItems": 2},
-                       "place": {"$ref": "#/$defs/place"}},
-        "required": ["city", "unit", "days", "lat", "hourly", "note", "tags", "place"],
-        "$defs": {"place": {"type": "object", "required": ["country"], "properties": {
-            "country": _TEXT, "zone": {"type": "integer", "minimum": 0, "maximum": 9}}}}}}},
-    {"name": "ns:get_time", "description": "Local time in a city", "input_schema": {
-        "type": "object",
-        "properties": {"city": {"type": "str", "maxLength": 12}, "offset": {"type": "int", "minimum": 0, "maximum": 9},
-                       "scale": {"type": "float"}, "dst": {"type": "bool"},
-                       "zones": {"type": "list", "items": {"type": "str", "maxLength": 6}, "maxItems": 2},
-                       "format": {"type": "dict", "properties": {"clock": {"enum": ["24h", "12h"]}},
-                                  "required": ["clock"]}},
-        "required": ["city", "offset", "scale", "dst", "zones", "format"]}},
-    {"type": "function", "name": "get-zone", "parameters": {"type": "object", "properties": {"city": _TEXT},
-                                                            "required": ["city"]}},
-]
+#: Strings are bounded, so a small model cannot ramble inside a value. Kept as data (awkward_tools.json):
+#: tool definitions are inputs here, and only ``autoparser.wire`` reads their shapes.
+AWKWARD_TOOLS: list[dict[str, Any]] = json.loads(Path(__file__).with_name("awkward_tools.json").read_text("utf-8"))
 AWKWARD_PROMPT = "What is the weather in Paris right now, and the local time there?"
 CONTENT_PROMPTS = (
     "What is the capital of France? Answer in one sentence.",
