@@ -347,13 +347,55 @@ def test_openvino_comparisons_from_recorded_parser_output() -> None:
 
 
 def test_plan_follows_the_profile() -> None:
+    awkward = ["hermes: awkward tools, " + n for n in ("required", "weather.current", "ns:get_time", "get-zone")]
     assert [p.id for p in v.plan(autoparser.get_profile("hermes"), "hermes")] == [
-        "hermes: 1 call", "hermes: 2 calls", "hermes: reasoning", "hermes: reasoning, prefilled"]
-    assert [p.kind for p in v.plan(autoparser.get_profile("llama3-json"), "x")] == ["call", "call"]
+        "hermes: 1 call", "hermes: 2 calls", *awkward, "hermes: reasoning", "hermes: reasoning, prefilled"]
+    assert [p.kind for p in v.plan(autoparser.get_profile("llama3-json"), "x")] == ["call"] * 2 + ["forced"] * 4
     assert [p.prefill for p in v.plan(autoparser.get_profile("mistral"), "x")][-1] == "[THINK]"
     smol = autoparser.analyze(load("plain_colour")["chat_template"], eos_token=EOS)
     assert v.plan(smol, "model") == []
     assert all(p.kind == "content" and p.spec is None for p in v.content_probes())
+
+
+AWKWARD_ARGS = {"city": "Rome", "offset": 1, "scale": 0.5, "dst": False, "zones": ["CET"], "format": {"clock": "24h"}}
+
+
+@pytest.mark.parametrize("dialect", ["hermes", "qwen3-coder", "harmony", "gemma4"])
+def test_forced_probes_judge_names_and_schemas(dialect: str) -> None:
+    prof = with_end_markers(autoparser.get_profile(dialect), [EOS])
+    probes = {p.named: p for p in v.plan(prof, dialect) if p.kind == "forced"}
+    assert set(probes) == {"", "weather.current", "ns:get_time", "get-zone"}  # every name is writable here
+    probe = probes["ns:get_time"]
+    assert probe.spec is not None and probe.calls == 1 and not probe.refused
+
+    def judge(name: str, args: dict[str, Any]) -> dict[str, bool]:
+        text = example_calls(prof, [(name, args)])
+        r = v.evaluate(probe, prof, [text + EOS], finish_reason="stop", end_markers=[EOS], tools=list(probe.tools))
+        if probe.spec["kind"] == "regex":  # the grammar lets the model write exactly what the probe accepts
+            assert bool(re.fullmatch(probe.spec["regex"], text)) == r.passed, text
+        return {c.name: c.ok for c in r.checks}
+
+    assert all(judge("ns:get_time", AWKWARD_ARGS).values())
+    assert not judge("ns:get_time", {**AWKWARD_ARGS, "offset": 12})["schema"]  # int alias, maximum 9
+    assert not judge("ns:get_time", {**AWKWARD_ARGS, "format": {"clock": "6h"}})["schema"]  # enum in a dict
+    assert not judge("get-zone", {"city": "Oslo"})["parsed"]  # not the named tool
+    assert not judge("other", {"city": "Oslo"})["parsed"]  # not a listed tool
+
+
+def test_a_format_that_cannot_write_a_name_refuses_the_tool_set() -> None:
+    pythonic = autoparser.get_profile("pythonic")
+    probes = v.plan(pythonic, "pythonic")
+    refusal = next(p for p in probes if p.kind == "refusal")
+    assert refusal.spec is None and "'ns:get_time'" in refusal.refused  # ':' cannot be in a Python callee
+    assert v.evaluate_refusal(refusal).passed
+    # the forced probes keep the tools the format can write, and are not refused
+    assert {p.named for p in probes if p.kind == "forced"} == {"", "weather.current"}
+    assert all(p.spec is not None and not p.refused for p in probes if p.kind == "forced")
+    # a refusal probe the grammar accepts fails, and so does a forced probe the grammar refused
+    accepted = v.Probe("x", "hermes", "refusal", "", {"kind": "regex", "regex": "x"}, tools=tuple(v.AWKWARD_TOOLS))
+    assert not v.evaluate_refusal(accepted).passed
+    refused = v.Probe("y", "hermes", "forced", "", tools=tuple(v.AWKWARD_TOOLS), refused="no grammar")
+    assert not v.evaluate_refusal(refused).passed
 
 
 def report_from_fixtures(names: list[str], profile: Profile | None = None) -> v.VerifyReport:
@@ -429,6 +471,8 @@ def test_main_verify_exit_codes_json_and_save(monkeypatch: pytest.MonkeyPatch, t
     model.write_bytes(b"GGUF")
     assert v.main_verify([str(model), "--dialect", "hermes", "--save", str(save)], io.StringIO()) == 1
     assert not save.exists() and seen[-1] == (str(model), ["hermes"])
+    assert v.main_verify(["--all"], io.StringIO()) == 1 and seen[-1] == (None, [d.name for d in autoparser.dialects()])
+    assert len(seen[-1][1]) == 23
     assert v.main_verify([str(tmp_path / "missing.gguf")], io.StringIO()) == 2  # not a model: before loading
     assert v.main_verify(["--dialect", "no-such-dialect"], io.StringIO()) == 2
 
@@ -480,8 +524,9 @@ def test_live_verify_four_dialects() -> None:
     failed = [(p["id"], [c for c in p["checks"] if not c["ok"]], p["text"]) for p in report["probes"]
               if not p["passed"]]
     assert code == 0 and not failed, failed
-    ids = [p["id"] for p in report["probes"]]
-    assert len(ids) == 18 and sum(p["kind"] == "call" for p in report["probes"]) == 8  # + the look-alike probe
+    kinds = [p["kind"] for p in report["probes"]]
+    # 3 content + look-alike; per dialect 2 calls, 4 awkward forced probes (required + each tool named), reasoning
+    assert len(kinds) == 34 and kinds.count("call") == 8 and kinds.count("forced") == 16
     for p in report["probes"]:
         assert {c["name"]: c["ok"] for c in p["checks"]}["live == whole"]
         if p["kind"] == "call":
@@ -490,3 +535,33 @@ def test_live_verify_four_dialects() -> None:
     llama = next(p for p in report["probes"] if p["id"] == "llama3-json: 1 call")
     assert llama["openvino"] and llama["openvino"][0]["agrees"]
     assert report["profile"]["evidence"][-1].startswith("live: verified with OpenVINO GenAI 2026.4.1")
+
+
+@pytest.mark.live
+@needs_live
+def test_live_awkward_tool_sets_are_forced_parsed_and_valid() -> None:
+    """The forced probes on four formats: names with '.', ':', '-', every JSON type and the aliases,
+    enums, nested objects, arrays, $ref, the Anthropic form; pythonic refuses ':' and '-'."""
+    jsonschema = pytest.importorskip("jsonschema")
+    from autoparser.live import load_pipeline, require_openvino
+    from autoparser.wire import normalized, read_tools
+
+    live, ov = load_pipeline(), require_openvino()
+    results = [v.run_probe(live, p, live.profile_for(d), ov)
+               for d in ("hermes", "qwen3-coder", "pythonic", "deepseek-v3.2")
+               for p in v.plan(live.profile_for(d), d) if p.kind in ("forced", "refusal")]
+    failed = [(r.probe.id, [c for c in r.checks if not c.ok], r.text) for r in results if not r.passed]
+    assert not failed, failed
+    refused = [r for r in results if r.probe.kind == "refusal"]
+    assert [r.probe.target for r in refused] == ["pythonic"] and not refused[0].text
+    assert "'ns:get_time'" in refused[0].parsed["refused"] and refused[0].probe.spec is None
+    schemas = read_tools(v.AWKWARD_TOOLS)
+    named: dict[str, set[str]] = {}
+    for r in results:
+        if r.probe.kind == "forced":
+            [call] = r.parsed["calls"]
+            assert call["status"] == "ok" and r.probe.named in ("", call["name"])
+            jsonschema.validate(call["arguments"], normalized(schemas[call["name"]]))  # an independent referee
+            named.setdefault(r.probe.target, set()).add(r.probe.named)
+    assert named["hermes"] == named["qwen3-coder"] == named["deepseek-v3.2"] == {"", *schemas}
+    assert named["pythonic"] == {"", "weather.current"}  # the one name a Python call can write

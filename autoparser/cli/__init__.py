@@ -70,7 +70,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("batch", "autoparser.batch_cli:main_batch",
             "batch IN -o OUT (--profile SPEC | --profile-column COL)",
             "parse a JSONL or Parquet file of completions"),
-    Command("verify", "autoparser.live.verify:main_verify", "verify [PATH] [--dialect NAME ...]",
+    Command("verify", "autoparser.live.verify:main_verify", "verify [PATH] [--dialect NAME ... | --all]",
             "check a profile against live OpenVINO GenAI output"),
     Command("resolve", "autoparser.cli.analyze:main_resolve", "resolve --for HOST MODEL [--json]",
             "which of a host's own parsers fits a model, with what flags, or none and why"),

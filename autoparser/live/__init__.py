@@ -28,51 +28,15 @@ from typing import Any
 from autoparser.grammar import GrammarError, example_calls, grammar_for, reasoning_spec, structured_output_for
 from autoparser.live._base import INSTALL_HINT, LiveError, ModelPathError, require_openvino
 from autoparser.live.model import default_model_path, file_sha256, is_gguf
-from autoparser.live.pipeline import (
-    LivePipeline,
-    detect_profile,
-    load_pipeline,
-    resolve_profile,
-    with_end_markers,
-)
-from autoparser.live.streaming import (
-    DEFAULT_MAX_NEW_TOKENS,
-    LiveRun,
-    LiveStream,
-    ParsingStreamer,
-    generate,
-    stream,
-)
+from autoparser.live.pipeline import LivePipeline, detect_profile, load_pipeline, resolve_profile, with_end_markers
+from autoparser.live.streaming import DEFAULT_MAX_NEW_TOKENS, LiveRun, LiveStream, ParsingStreamer, generate, stream
 from autoparser.live.structured import build_structured_output
 
-__all__ = [
-    "DEFAULT_MAX_NEW_TOKENS",
-    "INSTALL_HINT",
-    "GenAIIncrementalParser",
-    "GenAIParser",
-    "GrammarError",
-    "LiveError",
-    "LivePipeline",
-    "LiveRun",
-    "LiveStream",
-    "ModelPathError",
-    "ParsingStreamer",
-    "build_structured_output",
-    "default_model_path",
-    "detect_profile",
-    "example_calls",
-    "file_sha256",
-    "generate",
-    "grammar_for",
-    "is_gguf",
-    "load_pipeline",
-    "reasoning_spec",
-    "require_openvino",
-    "resolve_profile",
-    "stream",
-    "structured_output_for",
-    "with_end_markers",
-]
+__all__ = ["DEFAULT_MAX_NEW_TOKENS", "INSTALL_HINT", "GenAIIncrementalParser", "GenAIParser", "GrammarError",
+           "LiveError", "LivePipeline", "LiveRun", "LiveStream", "ModelPathError", "ParsingStreamer",
+           "build_structured_output", "default_model_path", "detect_profile", "example_calls", "file_sha256",
+           "generate", "grammar_for", "is_gguf", "load_pipeline", "reasoning_spec", "require_openvino",
+           "resolve_profile", "stream", "structured_output_for", "with_end_markers"]
 
 
 def __getattr__(name: str) -> Any:

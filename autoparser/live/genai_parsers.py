@@ -48,10 +48,11 @@ from ._base import require_openvino
 __all__ = ["genai_parser_classes"]
 
 
-def _profile(profile: Profile | str) -> Profile:
+def _settings(profile: Profile | str, tools: object, reasoning: str | None,
+              policy: Any) -> tuple[Profile, object, str | None, Any]:
     from ..dialects import get_profile
 
-    return get_profile(profile) if isinstance(profile, str) else profile
+    return get_profile(profile) if isinstance(profile, str) else profile, tools, reasoning, policy
 
 
 @cache
@@ -65,10 +66,7 @@ def genai_parser_classes() -> tuple[type, type]:
         def __init__(self, profile: Profile | str, tools: object = None, reasoning: str | None = None,
                      policy: Any = None) -> None:
             super().__init__()
-            self.profile = _profile(profile)
-            self.tools = tools
-            self.reasoning = reasoning
-            self.policy = policy
+            self.profile, self.tools, self.reasoning, self.policy = _settings(profile, tools, reasoning, policy)
             self.last: Result | None = None
 
         def parse(self, message: dict[str, Any]) -> None:
@@ -87,10 +85,7 @@ def genai_parser_classes() -> tuple[type, type]:
         def __init__(self, profile: Profile | str, tools: object = None, reasoning: str | None = None,
                      policy: Any = None, tokenizer: Any = None) -> None:
             super().__init__()
-            self.profile = _profile(profile)
-            self.tools = tools
-            self.reasoning = reasoning
-            self.policy = policy
+            self.profile, self.tools, self.reasoning, self.policy = _settings(profile, tools, reasoning, policy)
             self._lock = threading.Lock()
             self._table = None
             self._eos: frozenset[int] = frozenset()

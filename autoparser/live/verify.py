@@ -12,6 +12,10 @@ each streamed live through the parser:
   the parser, which must then return exactly that call.
 * ``reasoning``: a reasoning block forced in the profile's markers, and one opened by the prompt
   (prefilled); reasoning and content must come back separated.
+* ``forced``: :data:`AWKWARD_TOOLS` forced by :func:`~autoparser.grammar.for_request` (``tool_choice``
+  required, and each tool named); the values are the model's, and the parsed call must name a listed
+  tool (the named one) and validate against its schema, with no issue. ``refusal``: where the
+  format cannot write a name (:func:`autoparser.wire.writable`), the grammar must refuse the set.
 * ``lookalike``: the model's end-of-turn marker (a special token) forced by grammar as ordinary
   text in the middle of an answer. Parsed in token mode (the live default) it stays content with
   a ``lookalike_marker`` issue and the real special token still ends the turn; the text-level
@@ -41,77 +45,43 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TextIO
 
 from autoparser.cli import command
-from autoparser.dialects import get_profile
+from autoparser.dialects import dialects, get_profile
+from autoparser.engine.values import validate_arguments
 from autoparser.errors import SourceError
 from autoparser.events import Event, coalesce
-from autoparser.grammar import example_calls, grammar_for, reasoning_spec, regex_literal
+from autoparser.grammar import GrammarError, example_calls, for_request, grammar_for, reasoning_spec, regex_literal
 from autoparser.live._base import LiveError
 from autoparser.result import Result
+from autoparser.wire import normalized, read_tools, writable
 
 if TYPE_CHECKING:
     from autoparser.live.pipeline import LivePipeline
     from autoparser.profile import Profile
 
-__all__ = [
-    "CITY",
-    "TOOLS",
-    "Check",
-    "Comparison",
-    "OVParser",
-    "Probe",
-    "ProbeResult",
-    "VerifyReport",
-    "compare_openvino",
-    "content_probes",
-    "evaluate",
-    "evaluate_lookalike",
-    "expected_calls",
-    "expected_reasoning",
-    "lookalike_probe",
-    "main_verify",
-    "openvino_parsers_for",
-    "plan",
-    "record_evidence",
-    "render_table",
-    "run_openvino_parser",
-    "run_probe",
-    "run_verify",
-    "stray_markers",
-]
+__all__ = ["AWKWARD_TOOLS", "CITY", "TOOLS", "Check", "Comparison", "OVParser", "Probe", "ProbeResult",
+           "VerifyReport", "awkward_probes", "compare_openvino", "content_probes", "evaluate", "evaluate_lookalike",
+           "evaluate_refusal", "expected_calls", "expected_reasoning", "lookalike_probe", "main_verify",
+           "openvino_parsers_for", "plan", "record_evidence", "render_table", "run_openvino_parser", "run_probe",
+           "run_verify", "stray_markers"]
 
-Kind = Literal["content", "call", "reasoning", "lookalike"]
+Kind = Literal["content", "call", "reasoning", "lookalike", "forced", "refusal"]
 
 #: A capitalised word: free for the model, and easy to find again in any wire format.
 CITY = "[A-Z][a-z]{2,12}"
+_CITY = {"type": "string", "pattern": CITY}
 TOOLS: list[dict[str, Any]] = [
-    {
-        "type": "function",
-        "function": {
-            "name": "get_weather",
-            "description": "Weather forecast for a city",
-            "parameters": {
-                "type": "object",
-                "properties": {
-                    "city": {"type": "string", "pattern": CITY},
-                    "days": {"type": "integer", "minimum": 1, "maximum": 7},
-                },
-                "required": ["city"],
-            },
-        },
-    },
-    {
-        "type": "function",
-        "function": {
-            "name": "get_time",
-            "description": "Local time in a city",
-            "parameters": {
-                "type": "object",
-                "properties": {"city": {"type": "string", "pattern": CITY}},
-                "required": ["city"],
-            },
-        },
-    },
+    {"type": "function", "function": {"name": "get_weather", "description": "Weather forecast for a city",
+     "parameters": {"type": "object", "required": ["city"],
+                    "properties": {"city": _CITY, "days": {"type": "integer", "minimum": 1, "maximum": 7}}}}},
+    {"type": "function", "function": {"name": "get_time", "description": "Local time in a city",
+     "parameters": {"type": "object", "properties": {"city": _CITY}, "required": ["city"]}}},
 ]
+#: Names with '.', ':' and '-'; every JSON type, the aliases (str, int, float, bool, list, dict), enums,
+#: nested objects, arrays, a ``$ref`` into ``$defs``; OpenAI, Anthropic (``input_schema``) and flat shapes.
+#: Strings are bounded, so a small model cannot ramble inside a value. Kept as data (awkward_tools.json):
+#: tool definitions are inputs here, and only ``autoparser.wire`` reads their shapes.
+AWKWARD_TOOLS: list[dict[str, Any]] = json.loads(Path(__file__).with_name("awkward_tools.json").read_text("utf-8"))
+AWKWARD_PROMPT = "What is the weather in Paris right now, and the local time there?"
 CONTENT_PROMPTS = (
     "What is the capital of France? Answer in one sentence.",
     "Name one colour.",
@@ -143,11 +113,14 @@ class Probe:
     calls: int = 0  # forced calls
     max_new_tokens: int = 64
     marker: str = ""  # the marker a look-alike probe forces as ordinary text
+    tools: tuple[Mapping[str, Any], ...] = ()  # forced and refusal probes: the tool set
+    named: str = ""  # a forced probe's named tool ("": tool_choice required)
+    refused: str = ""  # the grammar's refusal (GrammarError) when it would not force the tool set
 
     @property
     def forced_by(self) -> str:
         if self.spec is None:
-            return "prefill" if self.prefill else "-"
+            return "grammar refused" if self.refused else "prefill" if self.prefill else "-"
         return str(self.spec["kind"]).replace("_", " ") + (" + prefill" if self.prefill else "")
 
 
@@ -166,6 +139,7 @@ def plan(profile: Profile, target: str) -> list[Probe]:
             longest = example_calls(profile, [("get_weather", {"city": "W" * 13, "days": 7})] * n)
             out.append(Probe(f"{target}: {n} call{'s' * (n > 1)}", target, "call", CALL_PROMPT, spec,
                              reasoning=call_mode, calls=n, max_new_tokens=len(longest.encode()) + 64))
+        out += awkward_probes(profile, target, call_mode)
     if r is not None and r.open and r.close:
         forced = reasoning_spec(profile, REASONING_TEXT, ANSWER_TEXT)
         out.append(Probe(f"{target}: reasoning", target, "reasoning", REASON_PROMPT, forced,
@@ -176,6 +150,41 @@ def plan(profile: Profile, target: str) -> list[Probe]:
     return out
 
 
+def awkward_probes(profile: Profile, target: str, reasoning: str | None = None) -> list[Probe]:
+    """Forced probes with :data:`AWKWARD_TOOLS` (required, and each tool the format can write by
+    name), and a refusal probe when the format cannot write every name."""
+    t = profile.tools
+    kinds = [c.kind for c in (t.codec, t.alt_codec) if c is not None] if t is not None else [None]
+    ok = tuple(tool for tool in AWKWARD_TOOLS if all(writable(n, k) for n in read_tools([tool]) for k in kinds))
+    out = []
+    if len(ok) < len(AWKWARD_TOOLS):
+        out.append(_forced(profile, f"{target}: awkward tools refused", target, "refusal", tuple(AWKWARD_TOOLS)))
+    out.append(_forced(profile, f"{target}: awkward tools, required", target, "forced", ok, "required", reasoning))
+    return out + [_forced(profile, f"{target}: awkward tools, {n}", target, "forced", ok,
+                          {"type": "function", "function": {"name": n}}, reasoning) for n in read_tools(ok)]
+
+
+def _forced(profile: Profile, pid: str, target: str, kind: Kind, tools: tuple[Mapping[str, Any], ...],
+            choice: object = "required", reasoning: str | None = None) -> Probe:
+    named = choice["function"]["name"] if isinstance(choice, Mapping) else ""
+    try:
+        spec = for_request(profile, list(tools), choice, parallel_tool_calls=False)
+    except GrammarError as exc:
+        return Probe(pid, target, kind, AWKWARD_PROMPT, tools=tools, named=named, refused=str(exc))
+    return Probe(pid, target, kind, AWKWARD_PROMPT, spec, reasoning=reasoning, calls=1, max_new_tokens=1024,
+                 tools=tools, named=named)
+
+
+def evaluate_refusal(probe: Probe) -> ProbeResult:
+    """A tool set the format cannot write (``refusal``) must be refused, naming a tool it cannot
+    write; any other probe whose grammar was refused fails with the refusal."""
+    unwritable = [n for n in read_tools(list(probe.tools)) if f"{n!r}" in probe.refused]
+    ok = probe.kind == "refusal" and bool(unwritable)
+    why = "" if ok else f"grammar refused: {probe.refused}" if probe.refused else "the grammar accepted the tool set"
+    return ProbeResult(probe, "", 0, None, 0.0, None, [Check("refused", ok, why)],
+                       expected={"refused": probe.kind == "refusal"}, parsed={"refused": probe.refused})
+
+
 def lookalike_probe(marker: str) -> Probe:
     """``marker`` (a special token) forced as ordinary tokens between two words of an answer."""
     spec = {"kind": "regex", "regex": "Hello " + regex_literal(marker) + " [A-Z][a-z]{2,8}\\."}
@@ -183,22 +192,14 @@ def lookalike_probe(marker: str) -> Probe:
                  max_new_tokens=len(marker) + 32, marker=marker)
 
 
-def evaluate_lookalike(
-    probe: Probe,
-    profile: Profile,
-    pieces: Sequence[tuple[str, bool]],
-    special_tokens: frozenset[str] | set[str],
-    *,
-    finish_reason: str | None = None,
-    tokens: int | None = None,
-    seconds: float = 0.0,
-    live_events: Sequence[Event] | None = None,
-    live_result: Result | None = None,
-) -> ProbeResult:
+def evaluate_lookalike(probe: Probe, profile: Profile, pieces: Sequence[tuple[str, bool]],
+                       special_tokens: frozenset[str] | set[str], *, finish_reason: str | None = None,
+                       tokens: int | None = None, seconds: float = 0.0, live_events: Sequence[Event] | None = None,
+                       live_result: Result | None = None) -> ProbeResult:
     """Judge a look-alike probe from the ``(text, special)`` pieces the parser was fed."""
     text = "".join(t for t, _ in pieces)
     if live_events is None or live_result is None:
-        live_events, live_result = _feed_pieces(profile, pieces, special_tokens)
+        live_events, live_result = _feed(profile, pieces, special_tokens=special_tokens)
     res = live_result
     ended = bool(pieces) and pieces[-1][1] and pieces[-1][0] in profile.strip
     forced = "".join(t for t, _ in pieces[:-1]) if ended else text
@@ -210,30 +211,37 @@ def evaluate_lookalike(
     got = [(i.code, i.position) for i in res.issues]
     want = [("lookalike_marker", at)]
     checks.append(Check("lookalike issue", got == want, "" if got == want else f"issues {got} vs {want}"))
-    _, text_mode = _feed(profile, [text], probe.reasoning, None)
+    _, text_mode = _feed(profile, [text], probe.reasoning)
     lost = probe.marker not in text_mode.content
     checks.append(Check("text mode strips it", lost, "" if lost else f"text mode kept {text_mode.content!r}"))
-    joined = _join_ordinary(pieces)
-    whole_events, whole = _feed_pieces(profile, joined, special_tokens)
-    char_events, per_char = _feed_pieces(profile, _split_chars(joined), special_tokens)
-    same = (_summary(res) == _summary(whole) == _summary(per_char)
-            and coalesce(live_events) == coalesce(whole_events) == coalesce(char_events))
-    checks.append(Check("live == whole", same, "" if same else
-                        f"live {_summary(res)} / whole {_summary(whole)} / per char {_summary(per_char)}"))
+    checks.append(_invariance(profile, pieces, res, live_events, special_tokens=special_tokens))
     parsed = {"reasoning": res.reasoning, "content": res.content, "calls": [],
               "issues": [i.to_dict() for i in res.issues], "text_mode_content": text_mode.content}
     return ProbeResult(probe, text, len(pieces), tokens, seconds, finish_reason, checks, [], parsed,
                        {"content": forced})
 
 
-def _feed_pieces(profile: Profile, pieces: Sequence[tuple[str, bool]],
-                 special_tokens: frozenset[str] | set[str]) -> tuple[list[Event], Result]:
-    parser = profile.parser(special_tokens=special_tokens)
+def _feed(profile: Profile, pieces: Sequence[str | tuple[str, bool]], reasoning: str | None = None,
+          tools: object = None, special_tokens: frozenset[str] | set[str] | None = None) -> tuple[list[Event], Result]:
+    """Parse ``pieces`` (text, or ``(text, special)`` in token mode) with a fresh parser."""
+    parser = profile.parser(tools=tools, reasoning=reasoning, special_tokens=special_tokens)
     events: list[Event] = []
-    for text, special in pieces:
-        events += parser.feed(text, special)
+    for piece in pieces:
+        events += parser.feed(*((piece, False) if isinstance(piece, str) else piece))
     events += parser.close()
     return events, parser.result()
+
+
+def _invariance(profile: Profile, pieces: Sequence[tuple[str, bool]], res: Result, live_events: Sequence[Event],
+                **parser: Any) -> Check:
+    """The live result equals the whole text's and a character-by-character feed's (special tokens whole)."""
+    joined = _join_ordinary(pieces)
+    whole_events, whole = _feed(profile, joined, **parser)
+    char_events, per_char = _feed(profile, _split_chars(joined), **parser)
+    same = (_summary(res) == _summary(whole) == _summary(per_char)
+            and coalesce(live_events) == coalesce(whole_events) == coalesce(char_events))
+    return Check("live == whole", same, "" if same else
+                 f"live {_summary(res)} / whole {_summary(whole)} / per char {_summary(per_char)}")
 
 
 def _join_ordinary(pieces: Sequence[tuple[str, bool]]) -> list[tuple[str, bool]]:
@@ -288,9 +296,7 @@ def expected_calls(text: str) -> list[tuple[str, dict[str, Any]]]:
 def expected_reasoning(text: str, open_marker: str, close_marker: str) -> tuple[str, str] | None:
     """(reasoning, content), stripped, split at the markers; None when the text has no close marker."""
     m = re.fullmatch(f"(?:{re.escape(open_marker)})?(.*?){re.escape(close_marker)}(.*)", text, re.S)
-    if m is None:
-        return None
-    return m.group(1).strip(), m.group(2).strip()
+    return None if m is None else (m.group(1).strip(), m.group(2).strip())
 
 
 def stray_markers(profile: Profile, extra: Sequence[str] = ()) -> list[str]:
@@ -332,7 +338,7 @@ OURS = (OVParser("GenAIParser", compares="all"), OVParser("GenAIIncrementalParse
 
 def openvino_parsers_for(probe: Probe, profile: Profile) -> list[OVParser]:
     """The GenAI parsers that read this probe's format (empty when GenAI has none)."""
-    if probe.kind == "call":
+    if probe.kind in ("call", "forced"):
         from ..export.resolve import resolve_profile
 
         binding = resolve_profile(profile, "genai").tools  # GenAI's own parser, when one reads the format
@@ -341,63 +347,55 @@ def openvino_parsers_for(probe: Probe, profile: Profile) -> list[OVParser]:
     r = profile.reasoning
     if probe.kind != "reasoning" or r is None or len(r.open) != 1 or len(r.close) != 1:
         return []
-    tags: tuple[tuple[str, Any], ...] = (("open_tag", r.open[0]), ("close_tag", r.close[0]))
-    opts: tuple[tuple[str, Any], ...]
-    if probe.reasoning == "prefilled":
-        opts = (("expect_open_tag", False), ("keep_original_content", False), *tags)
-        out = [OVParser("ReasoningParser", opts), OVParser("ReasoningIncrementalParser", opts, incremental=True)]
-        if (r.open[0], r.close[0]) == ("<think>", "</think>"):
-            out.append(OVParser("DeepSeekR1ReasoningParser", compares="reasoning_only"))
-        return out
-    opts = (("keep_original_content", False), *tags)
-    return [OVParser("ReasoningParser", opts), OVParser("ReasoningIncrementalParser", opts, incremental=True)]
+    prefilled = probe.reasoning == "prefilled"
+    opts: tuple[tuple[str, Any], ...] = (*((("expect_open_tag", False),) if prefilled else ()),
+                                         ("keep_original_content", False), ("open_tag", r.open[0]),
+                                         ("close_tag", r.close[0]))
+    out = [OVParser("ReasoningParser", opts), OVParser("ReasoningIncrementalParser", opts, incremental=True)]
+    if prefilled and (r.open[0], r.close[0]) == ("<think>", "</think>"):
+        out.append(OVParser("DeepSeekR1ReasoningParser", compares="reasoning_only"))
+    return out
 
 
 def run_openvino_parser(ov: Any, spec: OVParser, decoded: str, chunks: Sequence[str], *,
                         profile: Profile | None = None, tools: object = None,
                         reasoning: str | None = None) -> dict[str, Any] | str:
     """What a GenAI parser makes of the text: a message dict, or the error it raised (a finding).
-    ``profile`` / ``tools`` / ``reasoning`` configure autoparser's own GenAI parsers (:data:`OURS`)."""
+    ``profile`` / ``tools`` / ``reasoning`` configure autoparser's own GenAI parsers (:data:`OURS`),
+    whose errors are not findings but failures: they propagate."""
     if spec in OURS:
-        return _run_ours(spec, decoded, chunks, profile, tools, reasoning)
+        from autoparser import live
+
+        return _drive(getattr(live, spec.cls)(profile, tools=tools, reasoning=reasoning), spec, decoded, chunks)
     try:
-        parser = getattr(ov, spec.cls)(**dict(spec.kwargs))
-        if not spec.incremental:
-            message: dict[str, Any] = {"content": decoded}
-            parser.parse(message)  # mutates the message in place
-            result: dict[str, Any] = json.loads(json.dumps(message))
-            return result
-        said, content = [], []
-        for chunk in chunks:
-            delta: dict[str, Any] = {}
-            content.append(parser.parse(delta, chunk))
-            said.append(str(delta.get("reasoning_content", "")))
-        return {"reasoning_content": "".join(said), "content": "".join(content)}
+        return _drive(getattr(ov, spec.cls)(**dict(spec.kwargs)), spec, decoded, chunks)
     except Exception as exc:  # GenAI raises RuntimeError on input it cannot read
         lines = [ln for ln in str(exc).strip().splitlines() if not ln.startswith("Exception from ")]
         return f"{type(exc).__name__}: {lines[0] if lines else ''}"
 
 
-def _run_ours(spec: OVParser, decoded: str, chunks: Sequence[str], profile: Profile | None, tools: object,
-              reasoning: str | None) -> dict[str, Any]:
-    from autoparser import live
-
-    assert profile is not None
+def _drive(parser: Any, spec: OVParser, decoded: str, chunks: Sequence[str]) -> dict[str, Any]:
+    """The whole text through a parser's ``parse(message)``, or the chunks through ``parse(delta, chunk)``:
+    content is what it returns, reasoning (and, for ours, tool calls as JSON lines and the flushed
+    last delta) what it writes into the deltas."""
     if not spec.incremental:
         message: dict[str, Any] = {"content": decoded}
-        live.GenAIParser(profile, tools=tools, reasoning=reasoning).parse(message)
-        return message
-    parser = live.GenAIIncrementalParser(profile, tools=tools, reasoning=reasoning)
-    out: dict[str, str] = {"content": "", "reasoning_content": "", "tool_calls": ""}
-    deltas = []
+        parser.parse(message)  # mutates the message in place
+        result: dict[str, Any] = json.loads(json.dumps(message))
+        return result
+    ours = spec in OURS
+    out = {"content": "", "reasoning_content": "", "tool_calls": ""}
+    deltas: list[dict[str, Any]] = []
     for chunk in chunks:
-        delta: dict[str, Any] = {}
-        out["content"] += parser.parse(delta, chunk)
-        deltas.append(delta)
-    deltas.append(parser.finish())
+        deltas.append({})
+        out["content"] += parser.parse(deltas[-1], chunk)
+    if ours:
+        deltas.append(parser.finish())
     for delta in deltas:
-        for key in out:
+        for key in ("content", "reasoning_content", "tool_calls") if ours else ("reasoning_content",):
             out[key] += str(delta.get(key, ""))
+    if not ours:
+        return {"reasoning_content": out["reasoning_content"], "content": out["content"]}
     return {**out, "tool_calls": [json.loads(x) for x in out["tool_calls"].splitlines()]}
 
 
@@ -421,9 +419,8 @@ def compare_openvino(spec: OVParser, ours: Result, theirs: Mapping[str, Any] | s
     if spec.compares == "calls":
         got = [(c.get("name"), c.get("arguments", c.get("parameters"))) for c in theirs.get("tool_calls") or []]
         want = [(c.name, c.arguments) for c in ours.tool_calls]
-        if got == want:
-            return Comparison(spec.name, True, f"{len(got)} call(s) agree")
-        return Comparison(spec.name, False, f"calls {got} vs ours {want}")
+        return Comparison(spec.name, got == want,
+                          f"{len(got)} call(s) agree" if got == want else f"calls {got} vs ours {want}")
     r_theirs = str(theirs.get("reasoning_content", "")).strip()
     c_theirs = str(theirs.get("content", "")).strip()
     diffs = []
@@ -490,31 +487,11 @@ def _summary(res: Result) -> tuple[Any, ...]:
             [i.code for i in res.issues])
 
 
-def _feed(profile: Profile, pieces: Sequence[str], reasoning: str | None,
-          tools: object) -> tuple[list[Event], Result]:
-    parser = profile.parser(tools=tools, reasoning=reasoning)
-    events: list[Event] = []
-    for piece in pieces:
-        events += parser.feed(piece)
-    events += parser.close()
-    return events, parser.result()
-
-
-def evaluate(
-    probe: Probe,
-    profile: Profile,
-    chunks: Sequence[str],
-    *,
-    decoded: str | None = None,
-    finish_reason: str | None = None,
-    end_markers: Sequence[str] = (),
-    tools: object = TOOLS,
-    openvino: Mapping[OVParser, Mapping[str, Any] | str] | None = None,
-    tokens: int | None = None,
-    seconds: float = 0.0,
-    live_events: Sequence[Event] | None = None,
-    live_result: Result | None = None,
-) -> ProbeResult:
+def evaluate(probe: Probe, profile: Profile, chunks: Sequence[str], *, decoded: str | None = None,
+             finish_reason: str | None = None, end_markers: Sequence[str] = (), tools: object = TOOLS,
+             openvino: Mapping[OVParser, Mapping[str, Any] | str] | None = None, tokens: int | None = None,
+             seconds: float = 0.0, live_events: Sequence[Event] | None = None,
+             live_result: Result | None = None) -> ProbeResult:
     """Judge one probe from what was streamed (``chunks``, special tokens included).
 
     ``live_events``/``live_result`` are what the parser produced while streaming; without them
@@ -539,22 +516,30 @@ def evaluate(
         checks.append(Check("parsed", ok, "" if ok else f"content {res.content[:60]!r} vs decoded {want[:60]!r}"
                             + (f", {len(res.tool_calls)} call(s)" if res.tool_calls else "")
                             + (", reasoning" if res.reasoning else "")))
-    elif probe.kind == "call":
+    elif probe.kind == "call":  # the expected calls are read from the text, never from the parser
         calls = expected_calls(body)
         expected = {"calls": [{"name": n, "arguments": a} for n, a in calls]}
         got = [(c.name, c.arguments) for c in res.tool_calls]
-        problems = []
-        if got != calls:
-            problems.append(f"calls {got} vs expected {calls}")
+        problems = [f"calls {got} vs expected {calls}"] if got != calls else []
         if len(calls) != probe.calls:
             problems.append(f"{len(calls)} call(s) in the text, {probe.calls} forced")
-        bad = [c.status for c in res.tool_calls if c.status != "ok"]
-        if bad:
+        if bad := [c.status for c in res.tool_calls if c.status != "ok"]:
             problems.append(f"call status {bad}")
+    elif probe.kind == "forced":  # the values are the model's: the call must name a listed tool and validate
+        schemas = read_tools(tools)
+        expected = {"calls": 1, "named": probe.named or None, "tools": list(schemas)}
+        problems = [f"{len(res.tool_calls)} call(s), 1 forced"] if len(res.tool_calls) != 1 else []
+        problems += [f"call {c.name!r} ({c.status})" for c in res.tool_calls
+                     if c.status != "ok" or c.name not in schemas or probe.named not in ("", c.name)]
+        invalid = [f"{c.name}: {p}" for c in res.tool_calls if c.name in schemas
+                   for p in validate_arguments(c.arguments, normalized(schemas[c.name]))]
+    if probe.kind in ("call", "forced"):
         if res.content.strip():
             problems.append(f"content {res.content.strip()[:60]!r}")
         checks.append(Check("parsed", not problems, "; ".join(problems)))
-    else:
+    if probe.kind == "forced":
+        checks.append(Check("schema", not invalid, "; ".join(invalid)))
+    elif probe.kind == "reasoning":
         r = profile.reasoning
         assert r is not None
         split = expected_reasoning(body, r.open[0] if r.open else "", r.close[0])
@@ -568,12 +553,8 @@ def evaluate(
     checks.append(Check("no stray markers", not leaked, f"leaked {leaked}" if leaked else ""))
     issues = [f"{i.code}: {i.message}" for i in res.issues]
     checks.append(Check("no issues", not issues, "; ".join(issues)))
-    whole_events, whole = _feed(profile, [text], probe.reasoning, tools)
-    char_events, per_char = _feed(profile, list(text), probe.reasoning, tools)
-    same = (_summary(res) == _summary(whole) == _summary(per_char)
-            and coalesce(live_events) == coalesce(whole_events) == coalesce(char_events))
-    checks.append(Check("live == whole", same, "" if same else
-                        f"live {_summary(res)} / whole {_summary(whole)} / per char {_summary(per_char)}"))
+    checks.append(_invariance(profile, [(c, False) for c in chunks], res, live_events,
+                              reasoning=probe.reasoning, tools=tools))
     comparisons = [compare_openvino(spec, res, theirs) for spec, theirs in (openvino or {}).items()]
     parsed = {"reasoning": res.reasoning, "content": res.content,
               "calls": [{"name": c.name, "arguments": c.arguments, "status": c.status} for c in res.tool_calls]}
@@ -648,11 +629,8 @@ def record_evidence(profile: Profile, report: VerifyReport) -> Profile:
     if kinds_ok["call"] and (profile.tools is not None or profile.messages is not None):
         fields += ["tools", "tools.codec", "tools.markers"]
     conf = dict(profile.field_confidence)
-    raised = []
-    for f in fields:
-        if f in conf or f in ("end_of_turn", "reasoning", "tools"):
-            conf[f] = max(conf.get(f, 0.0), VERIFIED_CONFIDENCE)
-            raised.append(f)
+    raised = [f for f in fields if f in conf or f in ("end_of_turn", "reasoning", "tools")]
+    conf.update({f: max(conf.get(f, 0.0), VERIFIED_CONFIDENCE) for f in raised})
     core = [v for k, v in conf.items() if k in _CORE_FIELDS]
     overall = max(profile.confidence, min(core) if core else VERIFIED_CONFIDENCE)
     line = (f"live: verified with OpenVINO GenAI {report.openvino_genai.split('-')[0]} on {report.model}: "
@@ -666,9 +644,9 @@ def record_evidence(profile: Profile, report: VerifyReport) -> Profile:
 
 def _probe_row(r: ProbeResult) -> list[str]:
     tps = r.tokens_per_second
-    parsed = r.check("parsed")
-    live = r.check("live == whole")
-    failed = [c.name for c in r.checks if not c.ok and c.name not in ("parsed", "live == whole")]
+    parsed = r.check("parsed") or r.check("refused")
+    live = r.check("live == whole") or r.check("refused")
+    failed = [c.name for c in r.checks if not c.ok and c.name not in ("parsed", "refused", "live == whole")]
     status = "ok" if parsed and parsed.ok else "FAIL"
     if failed:
         status += " (" + ", ".join(failed) + ")"
@@ -681,9 +659,8 @@ def render_table(report: VerifyReport, verified: Profile | None, out: TextIO, *,
     w = out.write
     w(f"autoparse verify: {report.model} on {report.device}, OpenVINO GenAI {report.openvino_genai}\n")
     p = report.profile
-    shape = []
-    shape.append(f"tools: {p.tools.codec.kind}" if p.tools else "no tool format")
-    shape.append("reasoning " + "/".join(p.reasoning.close) if p.reasoning else "no reasoning")
+    shape = [f"tools: {p.tools.codec.kind}" if p.tools else "no tool format",
+             "reasoning " + "/".join(p.reasoning.close) if p.reasoning else "no reasoning"]
     w(f"model profile: {p.name or 'derived'} ({report.profile_source}; {', '.join(shape)})\n\n")
     head = ["probe", "forced by", "tok", "tok/s", "parsed", "live=whole", "OpenVINO GenAI parsers"]
     rows = [_probe_row(r) for r in report.results]
@@ -707,8 +684,8 @@ def render_table(report: VerifyReport, verified: Profile | None, out: TextIO, *,
     w(f"\n{report.passed}/{len(report.results)} probes passed in {report.seconds:.1f} s "
       f"(load {report.load_seconds:.1f} s; {report.tokens} tokens generated at {tps:.0f} tok/s)\n")
     if verified is not None and report.ok:
-        before = p.confidence
-        w(f"profile confidence {before:.2f} -> {verified.confidence:.2f}; evidence added:\n  {verified.evidence[-1]}\n")
+        w(f"profile confidence {p.confidence:.2f} -> {verified.confidence:.2f}; evidence added:\n"
+          f"  {verified.evidence[-1]}\n")
         missing = [k for k in ("tools", "reasoning") if k in verified.field_confidence
                    and verified.field_confidence[k] < VERIFIED_CONFIDENCE]
         if missing:
@@ -729,9 +706,9 @@ def run_probe(live: LivePipeline, probe: Probe, profile: Profile, ov: Any) -> Pr
     """Generate one probe live (greedy), parse it while it streams, and evaluate it."""
     from autoparser.live.streaming import generate
 
-    if probe.kind == "lookalike":
-        return _run_lookalike(live, probe, profile)
-    tools = TOOLS if probe.kind == "call" else None
+    if probe.kind == "refusal" or probe.refused:
+        return evaluate_refusal(probe)
+    tools = list(probe.tools) if probe.tools else TOOLS if probe.kind == "call" else None
     render_tools = tools if probe.target == "model" and profile.tools is not None else None
     prompt = live.render([{"role": "user", "content": probe.prompt}], tools=render_tools)
     config: dict[str, Any] = {"max_new_tokens": probe.max_new_tokens, "do_sample": False}
@@ -739,27 +716,18 @@ def run_probe(live: LivePipeline, probe: Probe, profile: Profile, ov: Any) -> Pr
         config["structured_output"] = dict(probe.spec)
     run = generate(live, prompt, tools=tools, profile=profile, prefill=probe.prefill,
                    reasoning=probe.reasoning, generation_config=config)
+    measured: dict[str, Any] = {"finish_reason": run.finish_reason, "tokens": run.num_generated_tokens,
+                                "seconds": run.seconds, "live_events": run.events, "live_result": run.result}
+    if probe.kind == "lookalike":
+        return evaluate_lookalike(probe, profile, run.pieces, live.token_table().strings, **measured)
     decoded = run.decoded_text
     ov_results: dict[OVParser, Mapping[str, Any] | str] = {}
     clean_chunks = [_body(c, live.end_markers) for c in run.chunks]
     for spec in (*openvino_parsers_for(probe, profile), *OURS):
         ov_results[spec] = run_openvino_parser(ov, spec, decoded or _body(run.text, live.end_markers),
                                                clean_chunks, profile=profile, tools=tools, reasoning=probe.reasoning)
-    return evaluate(probe, profile, run.chunks, decoded=decoded, finish_reason=run.finish_reason,
-                    end_markers=live.end_markers, tools=tools, openvino=ov_results,
-                    tokens=run.num_generated_tokens, seconds=run.seconds, live_events=run.events,
-                    live_result=run.result)
-
-
-def _run_lookalike(live: LivePipeline, probe: Probe, profile: Profile) -> ProbeResult:
-    from autoparser.live.streaming import generate
-
-    prompt = live.render([{"role": "user", "content": probe.prompt}])
-    config = {"max_new_tokens": probe.max_new_tokens, "do_sample": False, "structured_output": dict(probe.spec or {})}
-    run = generate(live, prompt, profile=profile, generation_config=config, tokens=True)
-    return evaluate_lookalike(probe, profile, run.pieces, live.token_table().strings,
-                              finish_reason=run.finish_reason, tokens=run.num_generated_tokens,
-                              seconds=run.seconds, live_events=run.events, live_result=run.result)
+    return evaluate(probe, profile, run.chunks, decoded=decoded, end_markers=live.end_markers, tools=tools,
+                    openvino=ov_results, **measured)
 
 
 def run_verify(path: str | None = None, dialects: Sequence[str] = (), *, device: str = "CPU",
@@ -802,7 +770,7 @@ def run_verify(path: str | None = None, dialects: Sequence[str] = (), *, device:
 
 @command("autoparse verify")
 def main_verify(argv: list[str], out: TextIO | None = None) -> int:
-    """``autoparse verify [PATH] [--dialect NAME ...] [--json] [--save FILE]``; 0 when every probe
+    """``autoparse verify [PATH] [--dialect NAME ... | --all] [--json] [--save FILE]``; 0 when every probe
     passed, 1 when one did not (or the model fails to load), 2 for a bad command line, a path that
     is not a model, or OpenVINO GenAI not installed."""
     import importlib.util
@@ -816,11 +784,13 @@ def main_verify(argv: list[str], out: TextIO | None = None) -> int:
     ap.add_argument("path", nargs="?", help="a .gguf file or an OpenVINO IR model directory")
     ap.add_argument("--dialect", action="append", default=[], metavar="NAME",
                     help="also force and parse this builtin dialect's format (repeatable)")
+    ap.add_argument("--all", action="store_true", help="--dialect for every builtin dialect")
     ap.add_argument("--device", default="CPU")
     ap.add_argument("--json", action="store_true", help="print the report as JSON")
     ap.add_argument("--save", metavar="FILE", help="write the verified profile JSON to FILE (passing runs only)")
     ap.add_argument("-v", "--verbose", action="store_true", help="show every probe's text and parser comparison")
     a = ap.parse_args(argv)
+    a.dialect = [d.name for d in dialects()] if a.all else a.dialect
     for name in a.dialect:  # before loading a model: a typo is the cheaper mistake to report
         get_profile(name)
     if a.path is not None and not Path(a.path).exists():
