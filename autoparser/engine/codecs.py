@@ -32,15 +32,14 @@ from .argstream import JsonArgStream
 from .callstream import ArgTranscoder, CallList
 from .issues import IssueCode
 from .literalstream import PythonicCallStream, RelaxedArgStream
-from .markers import Kind, MarkerSet, Match
+from .markers import WS, Kind, MarkerSet, Match, skip_ws
 from .scanner import BalancedScanner
 
 __all__ = ["XML_QUOTES", "ArgSource", "Body", "JsonBody", "ParsedCall", "head_name", "make_body"]
 
 Status = Literal["more", "done", "reject"]
-_WS = " \t\r\n"
 _MAX_HEADER = 512
-#: whitespace in a pattern: the engine's whitespace (``_WS``), never Unicode's wider ``\s``, so a
+#: whitespace in a pattern: the engine's whitespace (``WS``), never Unicode's wider ``\s``, so a
 #: regex and the character-wise partial match (``_lit_partial``) agree
 _WS_RUN = "[ \t\r\n]*"
 _MAX_KEY = 256
@@ -222,7 +221,7 @@ def _lit_partial(lit: str, text: str, pos: int = 0) -> bool:
                 continue
             step = steps[k]
             if step == " ":
-                if c in _WS:
+                if c in WS:
                     nxt.add(k)
             elif step == "0":
                 if c in "0123456789":
@@ -262,7 +261,7 @@ def _lit_tail(lit: str, text: str, lo: int, hi: int) -> int:
     """The earliest ``k`` in ``[lo, hi)`` where ``text[k:hi]`` may still become ``lit`` (``hi``: none)."""
     if not lit:
         return hi
-    first = lit.lstrip(_WS)[:1]
+    first = lit.lstrip(WS)[:1]
     k = text.find(first, max(lo, hi - _MAX_HEADER), hi) if first else -1
     while 0 <= k < hi:
         if _lit_partial(lit, text[k:hi]):
@@ -280,8 +279,8 @@ def _trim_one(value: str, before: str, after: str) -> str:
     """Strip exactly the whitespace the pattern puts around a value, once each side. Where the
     pattern puts none, a value written on lines of its own (``<k>\nv\n</k>``) is formatting too:
     its first line break is dropped, and its last one with it (only then: ``v\n`` keeps it)."""
-    lead = before[len(before.rstrip(_WS)):]
-    trail = after[: len(after) - len(after.lstrip(_WS))]
+    lead = before[len(before.rstrip(WS)):]
+    trail = after[: len(after) - len(after.lstrip(WS))]
     own_line = False
     if lead and value.startswith(lead):
         value = value[len(lead):]
@@ -306,9 +305,9 @@ def _header_parts(pattern: str, slot: str, ends: str, extra_stops: tuple[str, ..
                   ) -> tuple[str, re.Pattern[str] | None, re.Pattern[str], MarkerSet]:
     """Compiled pieces of a header pattern, built once per pattern (a header is made per call)."""
     prefix, suffix = _split_slot(pattern, slot)
-    lit = prefix.strip(_WS)
+    lit = prefix.strip(WS)
     pre = re.compile(_STRAY + _lit_regex(lit)) if lit else None
-    suf = suffix.strip(_WS)
+    suf = suffix.strip(WS)
     alts = []
     if suf:
         alts.append("(?P<suf>" + _lit_regex(suf) + ")")
@@ -327,7 +326,7 @@ def _in_attribute(prefix: str, suffix: str) -> bool:
     """Whether a slot is written as a quoted XML attribute value (``<invoke name="{name}">``; the
     opening quote may end the call marker before the header: ``<|open|>call tool="`` ``{name}"``)."""
     quote = suffix[:1]
-    return quote in ("'", '"') and (not prefix.strip(_WS) or prefix.rstrip(_WS).endswith("=" + quote))
+    return quote in ("'", '"') and (not prefix.strip(WS) or prefix.rstrip(WS).endswith("=" + quote))
 
 
 _ENTITY = re.compile(r"&(amp|lt|gt|quot|apos|#\d+|#x[0-9a-fA-F]+);")
@@ -392,7 +391,7 @@ class _Header:
         end = m2.end() if self.matched_suffix else m2.start()
         if end < old:  # pragma: no cover - found in an earlier feed already
             return "bad", None, pos
-        value = b[start:m2.start()].strip(_WS)
+        value = b[start:m2.start()].strip(WS)
         return "ok", _unescape_attr(value) if self._attr else value, pos + (end - old)
 
 
@@ -432,14 +431,12 @@ def _mark_element_ends(calls: list[ParsedCall], text: str, i: int) -> None:
     streaming the array element by element records, so issues are located the same either way."""
     k = i + 1
     for call in calls:
-        while text[k] in _WS:
-            k += 1
+        k = skip_ws(text, k)
         r = _decode_complete(text, k)
         if r is None:  # pragma: no cover - the whole array decoded
             return
         call.end = k = r[1]
-        while text[k] in _WS:
-            k += 1
+        k = skip_ws(text, k)
         k += 1  # ',' (or the closing ']')
 
 
@@ -537,9 +534,7 @@ class JsonBody(Body):
 
     def _feed(self, text: str, pos: int, final: bool) -> tuple[Status, int]:
         if self.scanner is None and not self._short:
-            i = pos
-            while i < len(text) and text[i] in _WS:
-                i += 1
+            i = skip_ws(text, pos)
             if i == len(text):
                 if final:
                     return self._reject("empty call body", i, truncated=True)
@@ -740,8 +735,7 @@ class JsonBody(Body):
         keys = self.spec.name_keys
         if not any(text.count(q, start, end) > 1 for q in _quoted(tuple(keys))):
             return False
-        while start < end and text[start] in _WS:
-            start += 1
+        start = skip_ws(text, start, end)
         announced = head_name(self.spec, text, start)
         return announced is not None and all(value.get(k) != announced for k in keys if k in value)
 
@@ -848,7 +842,7 @@ class NameJsonBody(Body):
             cut = header.index("{call_id}")
             rest = header[cut:]
             header = header[:cut]
-            after = rest[len("{call_id}"):].strip(_WS)
+            after = rest[len("{call_id}"):].strip(WS)
             self.id_header = _Header(rest, "{call_id}", ends="{")
             self._id_stops = (after,) if after else ()
         else:
@@ -861,8 +855,8 @@ class NameJsonBody(Body):
         self.argstream: ArgTranscoder | None = None
         self.phase = "id_first" if self.id_first is not None else "header"
         # a trailer that repeats the name ('</{name}>') is known once the name is
-        self._trailer = (MarkerSet([(s.trailer.strip(_WS), Kind.trailer)])
-                         if s.trailer.strip(_WS) and "{name}" not in s.trailer else None)
+        self._trailer = (MarkerSet([(s.trailer.strip(WS), Kind.trailer)])
+                         if s.trailer.strip(WS) and "{name}" not in s.trailer else None)
 
     def feed(self, text: str, pos: int, final: bool) -> tuple[Status, int]:
         s = self.spec
@@ -899,9 +893,7 @@ class NameJsonBody(Body):
         if self.phase == "id_absent":
             # no id: the marker that follows the id follows the name directly (NAME[ARGS]{...})
             lit = self._id_stops[0] if self._id_stops else ""
-            i = pos
-            while i < len(text) and text[i] in _WS:
-                i += 1
+            i = skip_ws(text, pos)
             tail = text[i:i + len(lit)]
             if lit and not final and len(tail) < len(lit) and lit.startswith(tail):
                 return "more", pos
@@ -918,9 +910,7 @@ class NameJsonBody(Body):
             pos = j
         if self.phase == "args":
             if self.scanner is None:
-                i = pos
-                while i < len(text) and text[i] in _WS:
-                    i += 1
+                i = skip_ws(text, pos)
                 if i == len(text):
                     if final:
                         return self._reject("call has a name but no arguments", i, truncated=True)
@@ -1000,12 +990,10 @@ class NameJsonBody(Body):
     def _after_args(self, text: str, pos: int, final: bool) -> tuple[Status, int]:
         """The optional trailer (e.g. a closing code fence) after the arguments."""
         if self._trailer is None and "{name}" in self.spec.trailer and self.name:
-            self._trailer = MarkerSet([(self.spec.trailer.strip(_WS).replace("{name}", self.name), Kind.trailer)])
+            self._trailer = MarkerSet([(self.spec.trailer.strip(WS).replace("{name}", self.name), Kind.trailer)])
         if self._trailer is None:
             return "done", pos
-        i = pos
-        while i < len(text) and text[i] in _WS:
-            i += 1
+        i = skip_ws(text, pos)
         assert self._trailer is not None
         if i == len(text) and not final:
             return "more", pos
@@ -1030,19 +1018,19 @@ def _param_parts(param: str) -> tuple[re.Pattern[str], str, str]:
     else:
         mid1, post = _split_slot(rest, "{value}")
         mid2 = ""
-    mid = mid1.strip(_WS) or ">"
+    mid = mid1.strip(WS) or ">"
     # a key is at most _MAX_KEY characters (what streaming holds back while it waits for one);
     # it ends at the first text after it, and holds no opening of another parameter (a key
     # ended by a tag, ``<arg_key>param<1></arg_key>``, may hold markup-like characters)
     if len(mid) == 1:
         key = "[^" + re.escape(mid) + "]"
     else:
-        key = "(?:(?!" + _lit_regex(key_pre.strip(_WS)) + "|" + _lit_regex(mid) + r")[\s\S])"
-    rx = _lit_regex(key_pre.strip(_WS)) + "(?P<key>" + key + "{0," + str(_MAX_KEY) + "}?)"
+        key = "(?:(?!" + _lit_regex(key_pre.strip(WS)) + "|" + _lit_regex(mid) + r")[\s\S])"
+    rx = _lit_regex(key_pre.strip(WS)) + "(?P<key>" + key + "{0," + str(_MAX_KEY) + "}?)"
     if has_string:
-        rx += _lit_regex(mid1.strip(_WS)) + r"(?P<string>[^\"'>]*?)" + _lit_regex(mid2.strip(_WS))
+        rx += _lit_regex(mid1.strip(WS)) + r"(?P<string>[^\"'>]*?)" + _lit_regex(mid2.strip(WS))
     else:
-        rx += _lit_regex(mid1.strip(_WS))
+        rx += _lit_regex(mid1.strip(WS))
     return re.compile(rx), (mid2 if has_string else mid1), post
 
 
@@ -1064,9 +1052,9 @@ class TaggedBody(Body):
         super().__init__(*a, **k)
         s = self.spec
         p_pre, p_post = _split_slot(s.param, "{key}")
-        self.p_open = p_pre.strip(_WS)
+        self.p_open = p_pre.strip(WS)
         self._key_attr = _in_attribute(p_pre or "=" + p_post[:1], p_post)
-        ends = tuple(x for x in (self.p_open, s.trailer.strip(_WS)) if x) + tuple(self.stops.markers)
+        ends = tuple(x for x in (self.p_open, s.trailer.strip(WS)) if x) + tuple(self.stops.markers)
         if not self.p_open:
             ends += ("\n",)  # no markup before a key: the name is the rest of its line
         self.header = _Header(s.header, "{name}", extra_stops=ends)
@@ -1074,7 +1062,7 @@ class TaggedBody(Body):
         self.phase = "header"
         self.body: list[str] = []
         self._views: dict[str, dict[str, Any]] = {}
-        self.all_ends = _tagged_ends(s.trailer.strip(_WS), self.stops.markers)
+        self.all_ends = _tagged_ends(s.trailer.strip(WS), self.stops.markers)
         self._param_re = self._compile_param()
         self.coerce_issues: list[tuple[IssueCode, str]] = []
         # argument streaming: the undecided tail of the body, the parameter being read
@@ -1118,7 +1106,7 @@ class TaggedBody(Body):
     def _stream(self, chunk: str) -> None:
         """Read parameters off the body as it arrives, with the rules of ``_parse_params``."""
         buf = self._st_buf + chunk
-        close_generic = self._post.strip(_WS)
+        close_generic = self._post.strip(WS)
         line_values = not close_generic and "\n" in self._post
         while True:
             if self._st_key is None:
@@ -1139,7 +1127,7 @@ class TaggedBody(Body):
                 close = close_generic.replace("{key}", key) if self._post_has_key else close_generic
                 self._st_close = _compiled_close(close, line_values)
                 # a value may end at its close or at the next parameter: both are held back whole
-                self._st_lits = tuple(x for x in (self.p_open, "" if line_values else close.strip(_WS)) if x)
+                self._st_lits = tuple(x for x in (self.p_open, "" if line_values else close.strip(WS)) if x)
                 self._st_key = key
                 self._st_sent = False
                 buf = buf[m.end():]
@@ -1171,7 +1159,7 @@ class TaggedBody(Body):
 
     def _safe_end(self, buf: str) -> int:
         """Where the text that may still be trimmed or be part of a marker begins."""
-        k = len(buf.rstrip(_WS))
+        k = len(buf.rstrip(WS))
         while True:
             k0 = k
             for lit in self._st_lits:
@@ -1179,12 +1167,12 @@ class TaggedBody(Body):
                 if h >= 0:  # a whole marker not yet followed by what completes it
                     k = h
                 k = _lit_tail(lit, buf, max(0, k - _MAX_HEADER), k)
-            k = len(buf[:k].rstrip(_WS))
+            k = len(buf[:k].rstrip(WS))
             if k == k0:
                 return k
 
     def _key(self, m: re.Match[str]) -> str:
-        key = m.group("key").strip(_WS)
+        key = m.group("key").strip(WS)
         return _unescape_attr(key) if self._key_attr else key
 
     def _param_tail(self, buf: str) -> str:
@@ -1205,9 +1193,9 @@ class TaggedBody(Body):
             return buf
         safe = buf[:k]
         if not self._st_sent:
-            if self._st_schema is not None and safe.strip(_WS).lower() in ("", "n", "nu", "nul", "null"):
+            if self._st_schema is not None and safe.strip(WS).lower() in ("", "n", "nu", "nul", "null"):
                 return buf  # may still be null, which a typed schema reads as None
-            lead = self._mid[len(self._mid.rstrip(_WS)):]
+            lead = self._mid[len(self._mid.rstrip(WS)):]
             cut = len(lead) if lead and buf.startswith(lead) else 1 if buf[:1] == "\n" else 0
             self._st_own_line = cut == 1 and not lead  # (``_trim_one``: then the last break goes too)
             if cut >= k:
@@ -1223,19 +1211,19 @@ class TaggedBody(Body):
         key = self._st_key or ""
         if self._st_sent:
             if by_close:
-                trail = self._post[: len(self._post) - len(self._post.lstrip(_WS))]
+                trail = self._post[: len(self._post) - len(self._post.lstrip(WS))]
                 if trail and raw.endswith(trail):
                     raw = raw[: -len(trail)]
                 elif (trail or self._st_own_line) and raw[-1:] == "\n":
                     raw = raw[:-1]
             else:
-                raw = raw.rstrip(_WS)
+                raw = raw.rstrip(WS)
             self._st_frags.append(json.dumps(raw, ensure_ascii=False)[1:-1] + '"')
         else:
             if by_close:
                 raw = _trim_one(raw, self._mid, self._post)
             else:
-                raw = _trim_one(raw.rstrip(_WS), self._mid, "")
+                raw = _trim_one(raw.rstrip(WS), self._mid, "")
             n = len(self.coerce_issues)
             value = self._typed(raw, self._st_schema, self._st_attr)
             del self.coerce_issues[n:]  # the final parse reports them
@@ -1341,16 +1329,16 @@ class TaggedBody(Body):
         out: list[tuple[str, str, str | None]] = []
         i = 0
         partial = False
-        close_generic = self._post.strip(_WS)
+        close_generic = self._post.strip(WS)
         line_values = not close_generic and "\n" in self._post  # key: value lines
         while True:
             m = self._param_re.search(body, i)
             if m is None:
-                junk = body[i:].strip(_WS)
+                junk = body[i:].strip(WS)
                 if junk and not out and i == 0:
                     raise ValueError("call body has no parameters: " + junk[:40])
                 break
-            if body[i:m.start()].strip(_WS) and not out:
+            if body[i:m.start()].strip(WS) and not out:
                 raise ValueError("text before the first parameter")
             key = self._key(m)
             vstart = m.end()
@@ -1370,7 +1358,7 @@ class TaggedBody(Body):
                 terminated = nxt is not None or complete
                 if terminated and self._post_has_key and _any_close(close_generic).search(raw):
                     raise ValueError(f"parameter {key!r} is closed by another key's tag")
-                raw = raw.rstrip(_WS) if terminated else _trim_one(raw, self._mid, "")
+                raw = raw.rstrip(WS) if terminated else _trim_one(raw, self._mid, "")
                 raw = _trim_one(raw, self._mid, "") if terminated else raw
                 i = end
                 if not terminated:
@@ -1443,9 +1431,7 @@ class PythonicBody(Body):
         if self.spec.array == "never":
             return self._feed_lines(text, pos, final)
         if self.scanner is None:
-            i = pos
-            while i < len(text) and text[i] in _WS:
-                i += 1
+            i = skip_ws(text, pos)
             head = self.head + text[i:]
             if not head:
                 if final:
@@ -1512,9 +1498,9 @@ class PythonicBody(Body):
         m, safe = self.stops.scan(text, pos, final)
         end = m.start if m is not None else safe
         self.head += text[pos:end]
-        if not self.named and self.head.strip(_WS):
+        if not self.named and self.head.strip(WS):
             # read on the text so far, whatever its chunks: a name, then its parenthesis
-            line = _PY_LINE.match(self.head.lstrip(_WS))
+            line = _PY_LINE.match(self.head.lstrip(WS))
             if line is None:
                 return self._reject("not a pythonic call", pos)
             self.named = line.group().endswith("(")
@@ -1560,11 +1546,11 @@ def _top_level_lines_joined(raw: str) -> str:
         elif c in ")]}":
             depth -= 1
         elif c == "\n" and depth == 0:
-            prev = "".join(out).rstrip(_WS)
-            c = "," if prev and not prev.endswith(",") and raw[i:].strip(_WS) else " "
+            prev = "".join(out).rstrip(WS)
+            c = "," if prev and not prev.endswith(",") and raw[i:].strip(WS) else " "
         out.append(c)
         i += 1
-    return "".join(out).strip(_WS).rstrip(",")
+    return "".join(out).strip(WS).rstrip(",")
 
 
 _KINDS: dict[str, type[Body]] = {

@@ -93,6 +93,32 @@ class _MemberStream:
         self._in_str = False        # a string value is open in what was sent
         self._held = ""
         self._state = ""
+        self._key = ""
+        self._msep = ","            # what separates members
+        # a held value: nesting depth, an escape pending in its string, where its scan goes on
+        self._vdepth = 0
+        self._vesc = False
+        self._vscan = 0
+
+    def feed(self, text: str, start: int = 0) -> int:
+        """Read ``text[start:]``; returns where the call (or object) ended, else ``len(text)``."""
+        if self.dead or self.complete:
+            return start
+        old = len(self._held)
+        w = self._held + text[start:] if old else text[start:]
+        self._held = ""
+        i = self._run_states(w)
+        if self.dead:
+            return len(text)
+        if self.complete:
+            return start + i - old
+        self._held = w[i:]
+        if self._state == "value_held":
+            self._vscan -= i
+        return len(text)
+
+    def _run_states(self, w: str) -> int:  # pragma: no cover - each transcoder has its own
+        raise NotImplementedError
 
     @property
     def finished(self) -> bool:
@@ -141,6 +167,24 @@ class _MemberStream:
     def _die(self) -> None:
         self.dead = True
 
+    def _parse_held(self, text: str) -> object:  # pragma: no cover - each transcoder has its own
+        raise NotImplementedError
+
+    def _end_held(self, w: str, start: int, k: int) -> int:
+        """A held value ended at ``w[k]`` (a separator or the closing bracket): parse and send it."""
+        try:
+            value = self._parse_held(w[start:k])
+        except ValueError:
+            self._die()
+            return len(w)
+        self._value(self._key, value)
+        if w.startswith(self._msep, k):
+            self._comma()
+            self._state = "key"
+            return k + len(self._msep)
+        self._close()
+        return k + 1
+
 
 class PythonicCallStream(_MemberStream):
     """``name(key=value, ...)``: the name once ``(`` follows it, then keyword arguments as JSON."""
@@ -150,36 +194,17 @@ class PythonicCallStream(_MemberStream):
         self._name_ok = name_ok
         self._state = "name"
         self._tok = ""
-        self._key = ""
         self._quote = ""
         self._triple = False
         self._raw = False
         self._cont = False          # a string continued by implicit concatenation
         self._run: re.Pattern[str] | None = None
-        # a held value: nesting depth and string state while scanning it
-        self._vdepth = 0
-        self._vscan = 0
+        # a held value's open string while scanning it
         self._vq = ""
         self._vtriple = False
-        self._vesc = False
 
-    def feed(self, text: str, start: int = 0) -> int:
-        if self.dead or self.complete:
-            return start
-        old = len(self._held)
-        w = self._held + text[start:] if old else text[start:]
-        self._held = ""
-        i = self._run_states(w, 0)
-        if self.dead:
-            return len(text)
-        if self.complete:
-            return start + i - old
-        self._held = w[i:]
-        if self._state == "value_held":
-            self._vscan -= i
-        return len(text)
-
-    def _run_states(self, w: str, i: int) -> int:
+    def _run_states(self, w: str) -> int:
+        i = 0
         n = len(w)
         while i < n and not self.dead and not self.complete:
             st = self._state
@@ -402,19 +427,7 @@ class PythonicCallStream(_MemberStream):
         self._vscan = k  # not complete: the value stays held; only what is new is scanned next
         return -1
 
-    def _end_held(self, w: str, start: int, k: int) -> int:
-        try:
-            value = values.parse_python_literal(w[start:k])
-        except ValueError:
-            self._die()
-            return len(w)
-        self._value(self._key, value)
-        if w[k] == ",":
-            self._comma()
-            self._state = "key"
-            return k + 1
-        self._close()
-        return k + 1
+    _parse_held = staticmethod(values.parse_python_literal)
 
 
 @lru_cache(maxsize=16)
@@ -434,29 +447,8 @@ class RelaxedArgStream(_MemberStream):
         self._bare_key = _BARE_KEY if seps == (":", ",") else values.bare_key_re(seps)
         self._opens = tuple(a for a, _ in self._delims)
         self._state = "open"
-        self._key = ""
         self._closer = ""
-        # a held value: depth, open string (its closer, or '"' with escapes) and scan position
-        self._vdepth = 0
-        self._vclose = ""
-        self._vesc = False
-        self._vscan = 0
-
-    def feed(self, text: str, start: int = 0) -> int:
-        if self.dead or self.complete:
-            return start
-        old = len(self._held)
-        w = self._held + text[start:] if old else text[start:]
-        self._held = ""
-        i = self._run_states(w)
-        if self.dead:
-            return len(text)
-        if self.complete:
-            return start + i - old
-        self._held = w[i:]
-        if self._state == "value_held":
-            self._vscan -= i
-        return len(text)
+        self._vclose = ""           # a held value's open string: its closer, or '"' with escapes
 
     def _delim_at(self, w: str, i: int) -> tuple[str, str] | bool | None:
         """The delimiter pair opening at ``w[i]``; True if ``w[i:]`` may still become one."""
@@ -647,16 +639,5 @@ class RelaxedArgStream(_MemberStream):
             return True
         return None if len(w) - i < len(sep) and sep.startswith(w[i:]) else False
 
-    def _end_held(self, w: str, start: int, k: int) -> int:
-        try:
-            value = values.parse_relaxed_object(w[start:k].strip(_WS), self._delims, self._seps)
-        except ValueError:
-            self._die()
-            return len(w)
-        self._value(self._key, value)
-        if w.startswith(self._msep, k):
-            self._comma()
-            self._state = "key"
-            return k + len(self._msep)
-        self._close()
-        return k + 1
+    def _parse_held(self, text: str) -> object:
+        return values.parse_relaxed_object(text.strip(_WS), self._delims, self._seps)

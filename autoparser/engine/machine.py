@@ -57,7 +57,7 @@ from ..wire import read_tools
 from .codecs import _STREAM_AFTER, Body, JsonBody, head_name, make_body
 from .harmony import Harmony, HarmonyMarkers
 from .issues import IssueCode
-from .markers import Kind, MarkerSet, Match
+from .markers import Kind, MarkerSet, Match, skip_ws
 from .output import CallStream, Output
 from .pending import Pending
 from .states import AT_END, IN_REGION, TRANSITIONS, Act, Mode, Spot, Step
@@ -80,7 +80,6 @@ _IN_BETWEEN, _IN_AFTER = IN_REGION[BETWEEN], IN_REGION[AFTER]
 _HANDLER_NAMES = tuple((m, "_m_" + m.value) for m in Mode if m not in (H_HEADER, H_BODY, H_CALL, H_AFTER))
 
 
-_WS = " \t\r\n"
 _DECODE = json.JSONDecoder().raw_decode
 #: a call's text held whole (``_whole_call``) while its body is this short: the length after which
 #: a body's arguments stream anyway
@@ -342,9 +341,7 @@ class Parser:
     def _m_content(self, w: str, i: int, final: bool) -> int:
         out = self._out
         if self._at_start and not (out.reasoning or out.index):
-            k = i
-            while k < len(w) and w[k] in _WS:
-                k += 1
+            k = skip_ws(w, i)
             if k == len(w) and not final:
                 out.write_content(w[i:k], self._at(i))
                 return k
@@ -516,9 +513,7 @@ class Parser:
         paths the same inputs and compares the events; the fuzzer compares chunkings.
         """
         n = len(w)
-        k = m.end
-        while k < n and w[k] in _WS:
-            k += 1
+        k = skip_ws(w, m.end)
         hold = not final and n - m.end <= _HOLD
         if k == n:
             return m.start if hold else None
@@ -551,9 +546,7 @@ class Parser:
                 out.end_streamed(held, c, pos, None)
             else:
                 out.emit_call(c, pos)
-        e = j
-        while e < n and w[e] in _WS:
-            e += 1
+        e = skip_ws(w, j)
         close = self._c.plain_close
         self._mode = CONTENT
         if close and w.startswith(close, e):  # what ``after.match_at`` finds there, without a Match
@@ -605,10 +598,7 @@ class Parser:
         return self._region_after(rg, w, i, final)
 
     def _skip_ws(self, rg: _Region, w: str, i: int) -> int:
-        k = i
-        n = len(w)
-        while k < n and w[k] in _WS:
-            k += 1
+        k = skip_ws(w, i)
         if k > i:
             rg.raw.append(w[i:k])
         return k
@@ -673,9 +663,7 @@ class Parser:
         t = self.profile.tools
         assert t is not None
         if rg.body is None:
-            k = i
-            while k < len(w) and w[k] in _WS:
-                k += 1
+            k = skip_ws(w, i)
             if k == len(w) and not final:
                 return i
             spec = t.codec

@@ -13,7 +13,18 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import Enum
 
-__all__ = ["Kind", "MarkerSet", "Match"]
+__all__ = ["WS", "Kind", "MarkerSet", "Match", "skip_ws"]
+
+#: the engine's whitespace (never Unicode's wider ``\s``)
+WS = " \t\r\n"
+
+
+def skip_ws(text: str, i: int, end: int | None = None) -> int:
+    """The first index from ``i`` (before ``end``, default the text's end) that is not whitespace."""
+    n = len(text) if end is None else end
+    while i < n and text[i] in WS:
+        i += 1
+    return i
 
 
 class Kind(Enum):

@@ -44,12 +44,11 @@ from ..profile import CodecSpec, PatternSpec
 from . import values
 from .codecs import Body, ParsedCall, Status
 from .issues import IssueCode
-from .markers import Kind, MarkerSet, Match
+from .markers import WS, Kind, MarkerSet, Match, skip_ws
 from .scanner import BalancedScanner
 
 __all__ = ["ENCODINGS", "PatternBody", "decode_value", "encode_value", "write_call"]
 
-_WS = " \t\r\n"
 #: the longest name, key, id or type a slot reads before it gives up (the text is not this call)
 _MAX_SLOT = 256
 #: encodings whose values are text up to what follows them (typed by ``{type}`` or the schema)
@@ -103,7 +102,7 @@ def _lit(text: str, exact_ws: bool = False) -> _Lit:
                 toks.append("~")  # optional whitespace between '>' and '<'
             toks.append((">" if i else "") + part + ("<" if i < len(parts) - 1 else ""))
     tokens = tuple(t for t in toks if t)
-    trail = text[len(text.rstrip(_WS)):] if exact_ws else ""
+    trail = text[len(text.rstrip(WS)):] if exact_ws else ""
     if trail and tokens and tokens[-1] == " ":
         tokens = tokens[:-1]
     return _Lit(text, tokens, trail)
@@ -152,9 +151,9 @@ def _program(pat: PatternSpec) -> _Program:
     seen.add("value")
     arg_rest = tuple(_items(a_rest_text, seen, False)) if has_args else ()
     sep = _lit(pat.arg_sep) if pat.arg_sep else None
-    lead = a_head_text[len(a_head_text.rstrip(_WS)):] if raw else ""
-    trail = a_rest_text[: len(a_rest_text) - len(a_rest_text.lstrip(_WS))] if raw else ""
-    return _Program(head, arg_head, arg_rest, sep, tail, has_args, lead, trail, bool(tail_text.strip(_WS)),
+    lead = a_head_text[len(a_head_text.rstrip(WS)):] if raw else ""
+    trail = a_rest_text[: len(a_rest_text) - len(a_rest_text.lstrip(WS))] if raw else ""
+    return _Program(head, arg_head, arg_rest, sep, tail, has_args, lead, trail, bool(tail_text.strip(WS)),
                     "{key}" in pat.arg or not has_args)
 
 
@@ -182,8 +181,7 @@ def _match_lit(lit: _Lit, text: str, i: int, final: bool) -> int:
     for tok in lit.tokens:
         if tok == " " or tok == "~" or tok[0] == _INDENT:
             k = i
-            while i < n and text[i] in _WS:
-                i += 1
+            i = skip_ws(text, i)
             if i == n and not final:
                 return _MORE
             if tok[0] == _INDENT and not text[k:i].endswith("\n" + tok[1:]):
@@ -328,7 +326,7 @@ def _unquote_text(text: str, encoding: str) -> str:
     if encoding == "percent":
         return urllib.parse.unquote(text, errors="strict")
     if encoding == "shell":
-        if text.lstrip(_WS)[:1] in ("{", "["):
+        if text.lstrip(WS)[:1] in ("{", "["):
             return text  # a JSON object or array where a word would start (read by its type)
         words = shlex.split(text)
         if len(words) != 1:
@@ -439,9 +437,7 @@ class _ValueReader:
     def _literal(self, text: str, i: int, final: bool) -> tuple[str, int]:
         enc = self.encoding
         if self.scanner is None and not self.started:
-            k = i
-            while k < len(text) and text[k] in _WS:
-                k += 1
+            k = skip_ws(text, i)
             if k == len(text):
                 self.parts.append(text[i:k])
                 return ("bad", k) if final else ("more", k)
@@ -515,7 +511,7 @@ class _ValueReader:
                 q = c
                 k += 1
                 continue
-            if c in _WS:
+            if c in WS:
                 end = True
                 break
             if k == i and not any(self.parts):
@@ -600,9 +596,7 @@ class PatternBody(Body):
         return self._reject(f"the output ended inside the call's {what}", pos, truncated=True)
 
     def _head(self, text: str, i: int, final: bool) -> tuple[str, int]:
-        k = i
-        while k < len(text) and text[k] in _WS:
-            k += 1
+        k = skip_ws(text, i)
         if k == len(text) and not final:
             return "more", i
         prog = self.prog
@@ -641,9 +635,7 @@ class PatternBody(Body):
                 return "more", i
             if t >= 0:
                 return self._finish(t)
-        k = i
-        while k < len(text) and text[k] in _WS:
-            k += 1
+        k = skip_ws(text, i)
         if k == len(text) and not final:
             # nothing in hand says whether an argument or the marker that ends the call comes
             # next (an argument head with no text of its own matches anywhere)
@@ -785,9 +777,7 @@ class PatternBody(Body):
         if prog.tail:
             t = _match_items(prog.tail, text, j, final, dict(self.slots), None, self.stops)
             return None if t == _MORE else t >= 0
-        k = j
-        while k < len(text) and text[k] in _WS:
-            k += 1
+        k = skip_ws(text, j)
         if k == len(text):
             return True if final else None
         m = self.stops.match_at(text, k, final)
@@ -798,7 +788,7 @@ class PatternBody(Body):
     def _end_value(self) -> None:
         reader = self.reader
         assert reader is not None
-        key = self.arg.get("key", "").strip(_WS)
+        key = self.arg.get("key", "").strip(WS)
         raw = reader.text()
         if self.pat.value not in _LITERAL:
             raw = _trim_once(raw, self.prog.lead_ws, self.prog.trail_ws)
@@ -847,7 +837,7 @@ class PatternBody(Body):
             raw = raw[len(lead):]
         elif lead and raw[:1] == "\n":
             raw = raw[1:]
-        safe = raw.rstrip(_WS)  # trailing whitespace may still be trimmed
+        safe = raw.rstrip(WS)  # trailing whitespace may still be trimmed
         if self.pat.value == "xml":
             amp = safe.rfind("&")
             if amp >= 0 and ";" not in safe[amp:]:
@@ -856,17 +846,17 @@ class PatternBody(Body):
         if len(safe) <= len(self._str_sent):
             return
         if not self._str_open:
-            if self._schema(self.arg.get("key", "").strip(_WS)) is not None \
-                    and safe.strip(_WS).lower() in ("n", "nu", "nul", "null"):
+            if self._schema(self.arg.get("key", "").strip(WS)) is not None \
+                    and safe.strip(WS).lower() in ("n", "nu", "nul", "null"):
                 return  # may still be null, which a typed schema reads as None
-            self._frags.append(self._member(self.arg.get("key", "").strip(_WS)) + '"')
+            self._frags.append(self._member(self.arg.get("key", "").strip(WS)) + '"')
             self._str_open = True
         self._frags.append(json.dumps(safe[len(self._str_sent):], ensure_ascii=False)[1:-1])
         self._str_sent = safe
 
     def _finish(self, pos: int, truncated: bool = False) -> tuple[Status, int]:
         if truncated and self.reader is not None:
-            key = self.arg.get("key", "").strip(_WS)
+            key = self.arg.get("key", "").strip(WS)
             raw = _trim_once(self.reader.text(), self.prog.lead_ws, "")
             try:
                 value = self._typed(raw, key, self.arg.get("type"))
@@ -916,8 +906,7 @@ def _match_items(items: tuple[_Item, ...], text: str, i: int, final: bool, env: 
     for k, it in enumerate(items):
         if isinstance(it, _Lit):
             if slot_before and it.tokens and it.tokens[0][0] not in (" ", _INDENT):
-                while i < len(text) and text[i] in _WS:
-                    i += 1
+                i = skip_ws(text, i)
             j = _match_lit(it, text, i, final)
             if j < 0:
                 return j
@@ -935,12 +924,11 @@ def _match_items(items: tuple[_Item, ...], text: str, i: int, final: bool, env: 
             return _NO
         nxt = items[k + 1] if k + 1 < n else after
         ender = nxt if isinstance(nxt, _Lit) else None
-        while i < len(text) and text[i] in _WS:
-            i += 1
+        i = skip_ws(text, i)
         e = _slot_end(text, i, ender, final, no_ws=it.name in ("name", "call_id", "index", "type"))
         if e < 0:
             return e
-        got = text[i:e].strip(_WS)
+        got = text[i:e].strip(WS)
         if not got or (it.name == "index" and not got.isdigit()):
             return _NO
         env[it.name] = got
