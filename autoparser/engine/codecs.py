@@ -95,11 +95,21 @@ class Body:
         # a body holding a list of calls streams them one by one: those it ended already
         self.ended: list[ParsedCall] = []
         self.calllist: CallList[ParsedCall] | None = None
+        # a codec that writes the argument text itself (tagged, pattern): what is not taken yet,
+        # whether a string value is open in it, whether it is closed
+        self._frags: list[str] = []
+        self._str_open = False
+        self._args_done = False
+        self._first = True          # no member written yet
 
     def take_args(self) -> str:
         """Argument JSON text that became certain since the last call (streaming codecs only)."""
-        head = self.calllist.head if self.calllist is not None else None
-        return head.stream.take() if head is not None else ""
+        if self.calllist is not None:
+            head = self.calllist.head
+            return head.stream.take() if head is not None else ""
+        out = "".join(self._frags)
+        self._frags = []
+        return out
 
     def pop_ended(self) -> ParsedCall | None:
         """A list body: the streamed call (``call_name``) once its own text has closed; the next
@@ -135,13 +145,14 @@ class Body:
             return None
         return self.ended + [call for call in rest if call is not None]
 
-    def _list_closing(self) -> str:
-        head = self.calllist.head if self.calllist is not None else None
-        return head.stream.closing() if head is not None else ""
-
     def args_closing(self) -> str:
         """What closes the argument text taken so far into valid JSON."""
-        return ""
+        if self.calllist is not None:
+            head = self.calllist.head
+            return head.stream.closing() if head is not None else ""
+        if self.call_name is None or self._args_done:
+            return ""
+        return ('"' if self._str_open else "") + "}"
 
     def feed(self, text: str, pos: int, final: bool) -> tuple[Status, int]:  # pragma: no cover
         raise NotImplementedError
@@ -164,6 +175,12 @@ class Body:
             st, j = self._reject(what, pos, truncated=final and kind != "bad" and not slot)
             return st, j, ""
         return None, j, slot
+
+    def _member(self, key: str) -> str:
+        """The text that opens the next member of the streamed arguments (``_frags``)."""
+        out = ("" if self._first else ", ") + json.dumps(key, ensure_ascii=False) + ": "
+        self._first = False
+        return out
 
     def _name_ok(self, name: str) -> bool:
         return bool(name) and (not self.known_only or name in self.schemas)
@@ -487,35 +504,33 @@ class JsonBody(Body):
 
     def args_closing(self) -> str:
         if self.calllist is not None:
-            return self._list_closing()
+            return super().args_closing()
         return self.argstream.closing() if self.argstream is not None else ""
+
+    def _call_stream(self) -> JsonArgStream:
+        """A transcoder of one whole call object as this codec lays it out."""
+        sp = self.spec
+        return JsonArgStream(whole_call=True, name_keys=tuple(sp.name_keys), args_keys=tuple(sp.args_keys),
+                             id_keys=tuple(sp.id_keys), function_key=sp.function_key or "",
+                             name_as_key=sp.name_as_key, name_ok=self._name_ok)
+
+    def _ready(self, t: ArgTranscoder) -> bool:
+        """A call is announced once its name is complete and its arguments opened (or at once when
+        no id key could still come between them)."""
+        return t.name is not None and (t.started or not self.spec.id_keys)
 
     def _start_list(self) -> None:
         """A JSON array of calls: each element streams through its own transcoder."""
-        sp = self.spec
-        names, args, ids = tuple(sp.name_keys), tuple(sp.args_keys), tuple(sp.id_keys)
-
-        def new_call() -> ArgTranscoder:
-            return JsonArgStream(whole_call=True, name_keys=names, args_keys=args, id_keys=ids,
-                                 function_key=sp.function_key or "", name_as_key=sp.name_as_key,
-                                 name_ok=self._name_ok)
-
         def finish(raw: str) -> ParsedCall | None:
             try:
                 return self._call_from(json.loads(raw))
             except ValueError:
                 return None
 
-        # as for a single object: announced once the name is complete and the arguments opened
-        # (or at once when no id key could still come between them)
-        self.calllist = CallList(new_call, finish, lambda t: t.name is not None and (t.started or not ids))
+        self.calllist = CallList(self._call_stream, finish, self._ready)
 
     def _transcode_held(self) -> JsonArgStream:
-        sp = self.spec
-        ast = self.argstream = JsonArgStream(
-            whole_call=True, name_keys=tuple(sp.name_keys), args_keys=tuple(sp.args_keys),
-            id_keys=tuple(sp.id_keys), function_key=sp.function_key or "", name_as_key=sp.name_as_key,
-            name_ok=self._name_ok)
+        ast = self.argstream = self._call_stream()
         ast.feed("".join(self._held))
         self._held = []
         return ast
@@ -528,7 +543,7 @@ class JsonBody(Body):
             # than _STREAM_AFTER began to stream there, whatever the chunks (in pieces it would
             # have been announced once its name was certain)
             ast = self._transcode_held()
-            if self.call_name is None and ast.name is not None and (ast.started or not self.spec.id_keys):
+            if self.call_name is None and self._ready(ast):
                 self.call_name, self.call_id = ast.name, ast.call_id
         return st, j
 
@@ -611,9 +626,7 @@ class JsonBody(Body):
                 self._name_from_head()
             if st == "more" and (self._held_len > _STREAM_AFTER or final):
                 ast = self._transcode_held()
-        if ast is not None and ast.name is not None and (ast.started or not self.spec.id_keys):
-            # the name is certain once complete; the call is announced when its arguments begin
-            # (or at once when the name is all there is to wait for)
+        if ast is not None and self._ready(ast):
             self.call_name, self.call_id = ast.name, ast.call_id
         if st == "more":
             if final:
@@ -1071,12 +1084,8 @@ class TaggedBody(Body):
         self._st_attr: str | None = None
         self._st_schema: Any = None
         self._st_string = False      # the value streams as a JSON string as it arrives
-        self._st_sent = False        # ... and has begun to
-        self._st_first = True
         self._st_close: re.Pattern[str] | None = None
         self._st_lits: tuple[str, ...] = ()
-        self._st_frags: list[str] = []
-        self._st_done = False
         self._st_whole = False       # the body came complete at once and did not stream
         self._st_own_line = False    # the string value began on a line of its own
 
@@ -1090,18 +1099,6 @@ class TaggedBody(Body):
         if view is None:
             view = self._views[name] = normalized(self.schemas.get(name))
         return view
-    def take_args(self) -> str:
-        out = "".join(self._st_frags)
-        self._st_frags = []
-        return out
-
-    def args_closing(self) -> str:
-        if self.call_name is None or self._st_done:
-            return ""
-        return ('"' if self._st_sent else "") + "}"
-
-    def _member(self, key: str) -> str:
-        return ("" if self._st_first else ", ") + json.dumps(key, ensure_ascii=False) + ": "
 
     def _stream(self, chunk: str) -> None:
         """Read parameters off the body as it arrives, with the rules of ``_parse_params``."""
@@ -1129,7 +1126,7 @@ class TaggedBody(Body):
                 # a value may end at its close or at the next parameter: both are held back whole
                 self._st_lits = tuple(x for x in (self.p_open, "" if line_values else close.strip(WS)) if x)
                 self._st_key = key
-                self._st_sent = False
+                self._str_open = False
                 buf = buf[m.end():]
                 continue
             assert self._st_close is not None
@@ -1192,7 +1189,7 @@ class TaggedBody(Body):
         if k <= 0:
             return buf
         safe = buf[:k]
-        if not self._st_sent:
+        if not self._str_open:
             if self._st_schema is not None and safe.strip(WS).lower() in ("", "n", "nu", "nul", "null"):
                 return buf  # may still be null, which a typed schema reads as None
             lead = self._mid[len(self._mid.rstrip(WS)):]
@@ -1200,16 +1197,15 @@ class TaggedBody(Body):
             self._st_own_line = cut == 1 and not lead  # (``_trim_one``: then the last break goes too)
             if cut >= k:
                 return buf
-            self._st_frags.append(self._member(self._st_key or "") + '"')
-            self._st_sent = True
-            self._st_first = False
+            self._frags.append(self._member(self._st_key or "") + '"')
+            self._str_open = True
             safe = buf[cut:k]
-        self._st_frags.append(json.dumps(safe, ensure_ascii=False)[1:-1])
+        self._frags.append(json.dumps(safe, ensure_ascii=False)[1:-1])
         return buf[k:]
 
     def _end_value(self, raw: str, by_close: bool) -> None:
         key = self._st_key or ""
-        if self._st_sent:
+        if self._str_open:
             if by_close:
                 trail = self._post[: len(self._post) - len(self._post.lstrip(WS))]
                 if trail and raw.endswith(trail):
@@ -1218,7 +1214,7 @@ class TaggedBody(Body):
                     raw = raw[:-1]
             else:
                 raw = raw.rstrip(WS)
-            self._st_frags.append(json.dumps(raw, ensure_ascii=False)[1:-1] + '"')
+            self._frags.append(json.dumps(raw, ensure_ascii=False)[1:-1] + '"')
         else:
             if by_close:
                 raw = _trim_one(raw, self._mid, self._post)
@@ -1227,13 +1223,12 @@ class TaggedBody(Body):
             n = len(self.coerce_issues)
             value = self._typed(raw, self._st_schema, self._st_attr)
             del self.coerce_issues[n:]  # the final parse reports them
-            self._st_frags.append(self._member(key) + json.dumps(value, ensure_ascii=False))
-            self._st_first = False
+            self._frags.append(self._member(key) + json.dumps(value, ensure_ascii=False))
         self._st_key = None
-        self._st_sent = False
+        self._str_open = False
 
     def _stream_end(self, complete: bool) -> None:
-        if self.call_name is None or self._st_done:
+        if self.call_name is None or self._args_done:
             return
         if complete and self._st_key is not None:
             # no parameter can follow now: a close that waited on one ends the value, as the
@@ -1243,8 +1238,8 @@ class TaggedBody(Body):
                 self._end_value(self._st_buf[:cm.start()], by_close=True)
             else:
                 self._end_value(self._st_buf, by_close=False)
-        self._st_frags.append(self.args_closing())
-        self._st_done = True
+        self._frags.append(self.args_closing())
+        self._args_done = True
 
     def _compile_param(self) -> re.Pattern[str]:
         rx, self._mid, self._post = _param_parts(self.spec.param)
@@ -1264,10 +1259,10 @@ class TaggedBody(Body):
             pos = j
             if self.streaming:
                 self.call_name = slot
-                self._st_frags.append("{")
+                self._frags.append("{")
             if self.header.self_closed:  # no parameters, no trailer: the call is complete
                 if self.streaming:
-                    self._st_frags, self._st_done = [], True
+                    self._frags, self._args_done = [], True
                 return self._finish_body(pos=pos, complete=True)
         m, safe = self.all_ends.scan(text, pos, final)
         if m is None:
@@ -1279,8 +1274,8 @@ class TaggedBody(Body):
             return "more", safe
         self.body.append(text[pos:m.start])
         if self.streaming and whole:
-            self._st_frags = []   # complete at once: the machine sends the parsed arguments whole
-            self._st_done = self._st_whole = True
+            self._frags = []   # complete at once: the machine sends the parsed arguments whole
+            self._args_done = self._st_whole = True
         elif self.streaming:
             self._stream(text[pos:m.start])
             self._stream_end(complete=True)
@@ -1295,7 +1290,7 @@ class TaggedBody(Body):
             args, partial = self._parse_params(body, schema, complete)
         except ValueError as e:
             if self._st_whole:  # announced, then refused: what pieces would have streamed, stream now
-                self._st_frags, self._st_done, self._st_whole = ["{"], False, False
+                self._frags, self._args_done, self._st_whole = ["{"], False, False
                 self._stream(body)
                 self._stream_end(complete=True)
             return self._reject(str(e), pos)
@@ -1476,9 +1471,6 @@ class PythonicBody(Body):
         except ValueError as e:
             return self._reject(str(e), j)
         return "done", j
-
-    def args_closing(self) -> str:
-        return self._list_closing()
 
     def _start_list(self) -> None:
         """Each call of the list streams through its own transcoder, ended at its ``)``."""

@@ -555,24 +555,9 @@ class PatternBody(Body):
         self.reader: _ValueReader | None = None
         self.types = dict(spec.pattern.types)
         self._enders = _value_enders(self.prog, stops.markers, spec.pattern.value)
-        # streaming: JSON text of the arguments not yet taken; the string value being sent
-        self._frags: list[str] = []
-        self._first = True
+        # streaming: the string value being sent
         self._str_sent = ""
-        self._str_open = False
         self._stream_str = False
-        self._done = False
-
-    # -- what the machine streams from (codecs.ArgSource) ---------------------------------------
-    def take_args(self) -> str:
-        out = "".join(self._frags)
-        self._frags = []
-        return out
-
-    def args_closing(self) -> str:
-        if self.call_name is None or self._done:
-            return ""
-        return ('"' if self._str_open else "") + "}"
 
     # -- feeding ------------------------------------------------------------------------------
     def feed(self, text: str, pos: int, final: bool) -> tuple[Status, int]:
@@ -820,11 +805,6 @@ class PatternBody(Body):
             self.issues.append((IssueCode.coercion_fallback, issue))
         return value
 
-    def _member(self, key: str) -> str:
-        out = ("" if self._first else ", ") + json.dumps(key, ensure_ascii=False) + ": "
-        self._first = False
-        return out
-
     def _stream_value(self) -> None:
         """Send the part of a string value no later text can change (raw and XML text)."""
         if not self._stream_str or self.reader is None or self.call_name is None:
@@ -869,9 +849,9 @@ class PatternBody(Body):
         if truncated:
             call.issues.append((IssueCode.partial_value, "the last argument value was cut off; surfaced as is"))
         self.calls = [call]
-        if self.call_name is not None and not self._done:
+        if self.call_name is not None and not self._args_done:
             self._frags = []  # the machine sends the rest of the parsed arguments
-            self._done = True
+            self._args_done = True
         return "done", pos
 
 
