@@ -20,7 +20,7 @@ from __future__ import annotations
 import html
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Literal, Protocol
@@ -556,10 +556,13 @@ class JsonBody(Body):
                 return "more", i
             first = text[i]
             arr = self.spec.array
-            opens = (first == "{" and arr != "require") or (first == "[" and arr != "never")
-            if opens and self.spec.flavor == "python":
+            if not ((first == "{" and arr != "require") or (first == "[" and arr != "never")):
+                return self._reject(f"call body starts with {first!r}, not JSON", i)
+            # the whole value may be here (it cannot be without a closing bracket): then the C
+            # decoder finds its end
+            fast = _decode_complete(text, i) if text.find("]" if first == "[" else "}", i) >= 0 else None
+            if self.spec.flavor == "python":
                 # JSON or Python literals (a template that prints a mapping): read whole, sent once complete
-                fast = _decode_complete(text, i) if text.find("]" if first == "[" else "}", i) >= 0 else None
                 calls = self._calls_from(fast[0]) if fast is not None else None
                 if fast is not None and calls is not None:
                     self.calls = calls
@@ -567,10 +570,7 @@ class JsonBody(Body):
                 self.scanner = BalancedScanner("{[", (('"', '"', True), ("'", "'", True)), self.stops)
                 self._py_obj = self.streaming and first == "{"  # announced once its name is read
                 pos = i
-            elif opens:
-                # the whole value may be here (it cannot be without a closing bracket): then the
-                # C decoder finds its end
-                fast = _decode_complete(text, i) if text.find("]" if first == "[" else "}", i) >= 0 else None
+            else:
                 calls = self._calls_from(fast[0], text, i, fast[1]) if fast is not None else None
                 if fast is not None and (calls is not None or not self.streaming):
                     # (streaming, a value that is no call goes the general way: a prefix of it
@@ -590,8 +590,6 @@ class JsonBody(Body):
                 if self.streaming and first == "[":
                     self._start_list()
                 pos = i
-            else:
-                return self._reject(f"call body starts with {first!r}, not JSON", i)
         if self._short:
             short = self._feed_short(text, pos, final)
             if short is not None:
@@ -832,6 +830,15 @@ class JsonBody(Body):
 XML_QUOTES: tuple[tuple[str, str, bool], ...] = (("&#34;", "&#34;", True), ("&quot;", "&quot;", True),
                                                   ("&#x22;", "&#x22;", True), ('"', '"', True))
 
+#: the strings, and the reading, of each flavor of arguments but plain JSON's and relaxed ones
+_FLAVOR_STRINGS: dict[str, tuple[tuple[str, str, bool], ...]] = {
+    "python": (('"', '"', True), ("'", "'", True)), "xml": XML_QUOTES, "csv": (('""', '""', True),)}
+_FLAVOR_PARSE: dict[str, Callable[[str], Any]] = {
+    "python": values.parse_python_literal,
+    "xml": lambda raw: json.loads(html.unescape(raw)),
+    "csv": lambda raw: json.loads(raw.replace('""', '"')),
+}
+
 
 class NameJsonBody(Body):
     """``header`` carrying the name (or an id the name is cut from), then an object, then ``trailer``."""
@@ -938,17 +945,9 @@ class NameJsonBody(Body):
                     self.calls = [ParsedCall(self.name or "", fast[0], self.cid)]
                     self.phase = "trailer"
                     return self._after_args(text, fast[1], final)
+                strings = _FLAVOR_STRINGS.get(s.flavor, (('"', '"', True),))
                 if s.flavor == "relaxed":
-                    strings: tuple[tuple[str, str, bool], ...] = (
-                        *((a, b, False) for a, b in s.string_delims), ('"', '"', True))
-                elif s.flavor == "python":
-                    strings = (('"', '"', True), ("'", "'", True))
-                elif s.flavor == "xml":
-                    strings = XML_QUOTES
-                elif s.flavor == "csv":
-                    strings = (('""', '""', True),)
-                else:
-                    strings = (('"', '"', True),)
+                    strings = (*((a, b, False) for a, b in s.string_delims), ('"', '"', True))
                 self.scanner = BalancedScanner("{[", strings, self.stops)
                 if self.streaming and s.flavor in ("python", "xml", "csv"):
                     # a Python literal is sent once complete (as JSON); the name streams at once
@@ -974,14 +973,8 @@ class NameJsonBody(Body):
             try:
                 if s.flavor == "relaxed":
                     args = values.parse_relaxed_object(raw, s.string_delims, s.relaxed_seps)
-                elif s.flavor == "python":
-                    args = values.parse_python_literal(raw)
-                elif s.flavor == "xml":
-                    args = json.loads(html.unescape(raw))
-                elif s.flavor == "csv":
-                    args = json.loads(raw.replace('""', '"'))
                 else:
-                    args = json.loads(raw)
+                    args = _FLAVOR_PARSE.get(s.flavor, json.loads)(raw)
             except ValueError as e:
                 return self._reject(f"arguments are not valid: {e}", j)
             if not isinstance(args, dict):

@@ -31,6 +31,7 @@ from functools import lru_cache
 
 from ..wire import is_call_name
 from . import values
+from .markers import tail_prefix
 
 __all__ = ["PythonicCallStream", "RelaxedArgStream"]
 
@@ -475,14 +476,7 @@ class RelaxedArgStream(_MemberStream):
                     self._state = "after"
                     i = k + len(self._closer)
                     continue
-                # keep back what may be the start of the closing delimiter
-                cl = self._closer
-                h = n
-                if w.find(cl[0], max(i, n - len(cl) + 1)) >= 0:
-                    for m in range(min(len(cl) - 1, n - i), 0, -1):
-                        if cl.startswith(w[n - m:]):
-                            h = n - m
-                            break
+                h = tail_prefix(w, self._closer, i)  # what may be the start of the closing delimiter
                 if h > i:
                     self.fragments.append(_json_text(w[i:h]))
                 return h

@@ -46,6 +46,7 @@ from .codecs import Body, ParsedCall, Status
 from .issues import IssueCode
 from .markers import WS, Kind, MarkerSet, Match, skip_ws
 from .scanner import BalancedScanner
+from .schema import json_type_of
 
 __all__ = ["ENCODINGS", "PatternBody", "decode_value", "encode_value", "write_call"]
 
@@ -955,20 +956,6 @@ def write_call(pat: PatternSpec, name: str, arguments: Mapping[str, Any], call_i
         return re.sub(r"\{([a-z_]+)\}", lambda m: env.get(m.group(1), m.group(0)), text)
 
     args = pat.arg_sep.join(
-        fill(pat.arg, {"key": k, "value": encode_value(v, pat.value), "type": spell.get(_json_type_of(v), "")})
+        fill(pat.arg, {"key": k, "value": encode_value(v, pat.value), "type": spell.get(json_type_of(v), "")})
         for k, v in arguments.items())
     return fill(pat.call, {"name": name, "call_id": call_id, "index": str(index), "args": args})
-
-
-def _json_type_of(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    return "array" if isinstance(value, list) else "object"

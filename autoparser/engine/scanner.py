@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import Literal
 
-from .markers import Kind, MarkerSet
+from .markers import Kind, MarkerSet, tail_prefix
 
 __all__ = ["BalancedScanner", "ScanStatus"]
 
@@ -126,13 +126,7 @@ class BalancedScanner:
                 m = self._str_re[self._in].search(text, i)
                 if m is None:
                     # a partial closing delimiter may sit at the end
-                    hold = n
-                    c = self._str_close
-                    if len(c) > 1 and not final:
-                        for k in range(min(len(c) - 1, n - i), 0, -1):
-                            if c.startswith(text[n - k:]):
-                                hold = n - k
-                                break
+                    hold = n if final else tail_prefix(text, self._str_close, i)
                     self.pieces.append(text[pos:hold])
                     return "more", hold
                 if m.group() == "\\":

@@ -94,7 +94,7 @@ class Problem:
             return f"{self.where}: not allowed (additionalProperties is false)"
         if key == "type":
             kinds = [want] if isinstance(want, str) else want if isinstance(want, (list, tuple)) else [want]
-            return f"{self.where}: expected {' or '.join(map(str, kinds))}, got {_json_type(self.value)}"
+            return f"{self.where}: expected {' or '.join(map(str, kinds))}, got {json_type_of(self.value)}"
         if key == "enum":
             return f"{self.where}: {got} is not one of {_show(want)}"
         if key == "const":
@@ -124,7 +124,8 @@ def _show(value: object, limit: int = 60) -> str:
     return spelled if len(spelled) <= limit else spelled[:limit] + "..."
 
 
-def _json_type(value: object) -> str:
+def json_type_of(value: object) -> str:
+    """The JSON name of a value's type (Python's name for a value JSON has no type for)."""
     if value is None:
         return "null"
     if isinstance(value, bool):
