@@ -563,7 +563,7 @@ class JsonBody(Body):
             fast = _decode_complete(text, i) if text.find("]" if first == "[" else "}", i) >= 0 else None
             if self.spec.flavor == "python":
                 # JSON or Python literals (a template that prints a mapping): read whole, sent once complete
-                calls = self._calls_from(fast[0]) if fast is not None else None
+                calls = self.calls_from(fast[0]) if fast is not None else None
                 if fast is not None and calls is not None:
                     self.calls = calls
                     return "done", fast[1]
@@ -571,7 +571,7 @@ class JsonBody(Body):
                 self._py_obj = self.streaming and first == "{"  # announced once its name is read
                 pos = i
             else:
-                calls = self._calls_from(fast[0], text, i, fast[1]) if fast is not None else None
+                calls = self.calls_from(fast[0], text, i, fast[1]) if fast is not None else None
                 if fast is not None and (calls is not None or not self.streaming):
                     # (streaming, a value that is no call goes the general way: a prefix of it
                     # may have announced a call, as it would have in pieces)
@@ -634,7 +634,7 @@ class JsonBody(Body):
                     value = json.loads(closed) if closed else None
                 except ValueError:
                     value = None
-                calls = self._calls_from(value) if isinstance(value, list) and value else None
+                calls = self.calls_from(value) if isinstance(value, list) and value else None
                 if calls:
                     for c in calls:
                         c.issues.append((IssueCode.missing_end_marker, "closing ']' was missing"))
@@ -651,7 +651,7 @@ class JsonBody(Body):
             value = values.parse_python_literal(raw) if self.spec.flavor == "python" else json.loads(raw)
         except ValueError as e:
             return self._reject(f"call body is not valid JSON: {e}", j)
-        calls = self._calls_from(value, raw, 0, len(raw))
+        calls = self.calls_from(value, raw, 0, len(raw))
         if calls is None:
             return self._reject("JSON is not a call (no name or arguments)", j)
         for c in calls:
@@ -660,11 +660,6 @@ class JsonBody(Body):
                 c.issues.append((IssueCode.repaired_arguments, "closing brackets were missing; added them"))
         self.calls = calls
         return "done", j
-
-    def calls_from(self, value: Any, text: str, start: int, end: int) -> list[ParsedCall] | None:
-        """The calls a complete decoded body (``text[start:end]``) holds (None: it is not a call);
-        keeps no state, so the machine's whole-call path reuses one body for every call."""
-        return self._calls_from(value, text, start, end)
 
     def _feed_short(self, text: str, pos: int, final: bool) -> tuple[Status, int] | None:
         """The start of an object body, read without the scanner while nothing can be decided.
@@ -697,7 +692,7 @@ class JsonBody(Body):
             self._held = [held]
             self._held_len = len(held)
             j = len(text) - (len(held) - end)
-            calls = self._calls_from(value, held, 0, end)
+            calls = self.calls_from(value, held, 0, end)
             if calls is None:
                 if self.call_name is None and self._stream_json and not self.spec.name_as_key:
                     # in pieces its head would have announced it (a second name key after the
@@ -723,8 +718,10 @@ class JsonBody(Body):
         if name is not None and self._name_ok(name):
             self.call_name = name
 
-    def _calls_from(self, value: Any, text: str | None = None, start: int = 0, end: int = 0
-                    ) -> list[ParsedCall] | None:
+    def calls_from(self, value: Any, text: str | None = None, start: int = 0, end: int = 0
+                   ) -> list[ParsedCall] | None:
+        """The calls a complete decoded body (``text[start:end]``) holds (None: it is not a call);
+        keeps no state, so the machine's whole-call path reuses one body for every call."""
         if text is not None and self.streaming and type(value) is dict and self._renamed(value, text, start, end):
             return None
         items = value if isinstance(value, list) else [value]

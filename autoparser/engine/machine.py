@@ -35,7 +35,7 @@ consumed or read again). A handler that cannot decide returns the same index and
 becomes the carry. A handler that discovers that text it consumed was not what it looked like
 (a rejected tool call) pushes that text back (``_push``) to be read again as content. ``close()``
 runs the handlers once more with ``final=True`` so that everything pending is decided, then
-applies ``AT_END`` (``_end_of_stream``).
+applies ``AT_END`` (``_end_step``).
 
 Who holds which text, and what bounds it: ``Pending`` holds the carry (the longest marker, or
 the call being read), the undecided or deferred text (one reasoning block) and a Harmony header
@@ -113,9 +113,8 @@ class _Compiled:
         self.start_on = MarkerSet(base + r_open + look_start) if look_start else self.content_on
         self.start_off = MarkerSet(base + look_start) if look_start else self.content_off
         self.undecided = MarkerSet(base + r_open + r_close)
-        self.reasoning = MarkerSet(r_close + [(m, Kind.strip) for m in (r.open if r else ())] + strip
-                                   + openers)
         r_open_strip = [(m, Kind.strip) for m in (r.open if r else ())]
+        self.reasoning = MarkerSet(r_close + r_open_strip + strip + openers)
         self.reasoning_closed_only = MarkerSet(r_close + r_open_strip + strip)
         self.defer = MarkerSet(r_close)
         self.whole_calls = False
@@ -123,24 +122,18 @@ class _Compiled:
         self.plain_close = ""
         self.at_start_of_carry: dict[str, Match] = {}
         if t is not None:
-            self.body_stops = MarkerSet([(m, Kind.c_close) for m in t.call_close]
-                                        + [(m, Kind.s_close) for m in t.section_close])
-            self.header_stops = tuple(t.section_open)
+            c_close = [(m, Kind.c_close) for m in t.call_close]
+            s_close = [(m, Kind.s_close) for m in t.section_close]
+            s_open = [(m, Kind.s_open) for m in t.section_open]
             eot = [(m, Kind.eot) for m in p.strip]
+            c_open = [(m, Kind.c_open) for m in t.call_open]
+            sep = [(m, Kind.sep) for m in t.separators]
+            self.body_stops = MarkerSet(c_close + s_close)
+            self.header_stops = tuple(t.section_open)
             # right after a call nothing but calls has been written, so what may start the output
             # (a bare JSON call) may start the next call too
-            self.between = MarkerSet([(m, Kind.s_close) for m in t.section_close]
-                                     + [(m, Kind.s_open) for m in t.section_open] + eot
-                                     + [(m, Kind.c_open) for m in t.call_open]
-                                     + [(m, Kind.c_close) for m in t.call_close]
-                                     + [(m, Kind.sep) for m in t.separators]
-                                     + look + look_start)
-            self.after = MarkerSet([(m, Kind.c_close) for m in t.call_close]
-                                   + [(m, Kind.s_close) for m in t.section_close]
-                                   + [(m, Kind.s_open) for m in t.section_open] + eot
-                                   + [(m, Kind.c_open) for m in t.call_open]
-                                   + [(m, Kind.sep) for m in t.separators]
-                                   + look + look_start)
+            self.between = MarkerSet(s_close + s_open + eot + c_open + c_close + sep + look + look_start)
+            self.after = MarkerSet(c_close + s_close + s_open + eot + c_open + sep + look + look_start)
             # complete calls found whole in the working text take one short path (``_whole_call``)
             self.whole_calls = (t.codec.kind == "json" and t.codec.flavor == "json" and t.alt_codec is None
                                 and bool(t.call_close))
@@ -255,7 +248,7 @@ class Parser:
         self._closed = True
         self._run("", final=True)
         while True:
-            push = self._end_of_stream()
+            push = self._end_step(AT_END[self._mode])
             if push is None:
                 break
             self._run(push, final=True)
@@ -446,12 +439,9 @@ class Parser:
         # the block closed: what looked like a call was part of the reasoning
         return self._take(_ON_DEFER[m.kind], m)
 
-    def _end_of_stream(self) -> str | None:
-        """End-of-stream rules for the mode the text ended in (``AT_END``); may return text to
-        read again."""
-        return self._end_step(AT_END[self._mode])
-
     def _end_step(self, step: Step) -> str | None:
+        """An end-of-stream rule (``AT_END``) of the mode the text ended in; may return text to read
+        again."""
         act = step.act
         if act is Act.reread_held:
             text = self._pending.take_held()
@@ -792,8 +782,7 @@ class Parser:
         out.issue(IssueCode.truncated_call if truncated else IssueCode.invalid_call,
                   f"{reason}; its text was {'dropped' if recovery == 'drop' else 'kept as content'}", rg.start)
         raw = "".join(rg.raw)
-        self._region = None
-        self._mode = CONTENT
+        self._end_region()
         if rg.via is Kind.look:
             if truncated and recovery == "drop":
                 return len(w)  # (at the end: the rest of the output is the cut-off call)

@@ -353,9 +353,7 @@ def decode_value(text: str, encoding: str, json_type: str | None) -> Any:
     if encoding in _LITERAL:
         return _literal(text, encoding)
     plain = _unquote_text(text, encoding)
-    if json_type == "string":
-        return plain
-    if json_type is None:
+    if json_type is None or json_type == "string":
         return plain
     try:
         return _non_string(plain)
@@ -744,18 +742,11 @@ class PatternBody(Body):
         """After a value and the rest of its argument: the separator and another argument, the
         call's tail, another argument (no separator) or the end. None: the text ends too soon."""
         prog = self.prog
-        if prog.sep is not None:
-            s = _match_lit(prog.sep, text, j, final)
-            if s == _MORE:
-                return None
-            if s >= 0:
-                a = _match_items(prog.arg_head, text, s, final, {}, None, self.stops)
-                if a == _MORE:
-                    return None
-                if a >= 0:
-                    return True
-        if prog.sep is None:
-            a = _match_items(prog.arg_head, text, j, final, {}, None, self.stops)
+        s = _match_lit(prog.sep, text, j, final) if prog.sep is not None else j
+        if s == _MORE:
+            return None
+        if s >= 0:
+            a = _match_items(prog.arg_head, text, s, final, {}, None, self.stops)
             if a == _MORE:
                 return None
             if a >= 0:

@@ -118,7 +118,8 @@ def _both(left: _TypeInfo, right: _TypeInfo) -> _TypeInfo:
 
 
 def _read_types(schema: object, root: object, depth: int) -> _TypeInfo:
-    """Read ``schema`` as validation does: through same-document ``$ref``, ``allOf``, ``anyOf``.
+    """Read ``schema`` as validation does: through same-document ``$ref`` and ``allOf`` (intersection)
+    and ``anyOf``/``oneOf`` (union), so a ``$ref``'d model is an object.
 
     ``type`` wins over ``anyOf``/``oneOf`` when both are present: the alternatives then usually
     add constraints (``required`` sets) rather than types, and reading them as open alternatives
@@ -356,11 +357,8 @@ def coerce_text(text: str, schema: Mapping[str, Any] | None,
     ``root`` is the document ``$ref`` inside ``schema`` points into (the tool's parameters schema,
     which holds ``$defs``); without it ``schema`` itself is the document. Returns ``(value, None)``
     on success and ``(text, message)`` when the schema's types could not be met: the raw string is
-    kept (no silent loss) and the message explains why. Never raises.
-
-    The schema is read as validation reads it: through same-document ``$ref`` and ``allOf``
-    (intersection) and ``anyOf``/``oneOf`` (union), so a ``$ref``'d model becomes an object and a
-    ``$ref``'d string enum stays a string. Decisions, in order:
+    kept (no silent loss) and the message explains why. Never raises. The schema is read as
+    ``_read_types`` says. Decisions, in order:
 
     1. No schema or no type information (unresolvable ``$ref``, unknown type): the raw string,
        unchanged and without an issue. Nothing is guessed.
@@ -825,7 +823,6 @@ def validate_arguments(arguments: Mapping[str, Any], schema: Mapping[str, Any] |
     distinct schema; each string is one ``schema.Problem`` (``location.city: required``), whose
     structured form ``check_arguments`` returns. A schema that cannot be compiled gives no
     problems here (the call is not blocked); ``schema_notes`` says why, for reporting once.
-    Never raises: validation informs, it must not break the parse.
     """
     try:
         return [str(problem) for problem in schema_mod.check_arguments(arguments, schema)]
