@@ -47,7 +47,6 @@ _MAX_KEY = 256
 #: sent whole when complete). The shortest head, {"name":"f","arguments":, is 24 characters, so a
 #: long argument's first delta comes within 80 - 24 = 56 characters (plus one chunk) of its start.
 _STREAM_AFTER = 80
-#: a tool name written bare (not inside quotes or a tag attribute): no whitespace or markup
 
 
 @dataclass
@@ -458,12 +457,6 @@ def _mark_element_ends(calls: list[ParsedCall], text: str, i: int) -> None:
 
 
 @lru_cache(maxsize=64)
-def _quoted(keys: tuple[str, ...]) -> tuple[str, ...]:
-    """Each key as it stands in JSON text, ``"name"``."""
-    return tuple(f'"{k}"' for k in keys)
-
-
-@lru_cache(maxsize=64)
 def _call_head(name_keys: tuple[str, ...], args_keys: tuple[str, ...]) -> re.Pattern[str]:
     """``{"name": "NAME", "arguments": {`` at the start of a call body: a complete name, then the
     arguments opening (so no id key can come between them)."""
@@ -741,7 +734,7 @@ class JsonBody(Body):
         holds the last, so the body is malformed (chunk invariance: the whole text must not read
         another name than its pieces did). Counted in place: no copy of the body per call."""
         keys = self.spec.name_keys
-        if not any(text.count(q, start, end) > 1 for q in _quoted(tuple(keys))):
+        if not any(text.count(f'"{k}"', start, end) > 1 for k in keys):
             return False
         start = skip_ws(text, start, end)
         announced = head_name(self.spec, text, start)
@@ -1066,7 +1059,8 @@ class TaggedBody(Body):
         self.body: list[str] = []
         self._views: dict[str, dict[str, Any]] = {}
         self.all_ends = _tagged_ends(s.trailer.strip(WS), self.stops.markers)
-        self._param_re = self._compile_param()
+        self._param_re, self._mid, self._post = _param_parts(s.param)
+        self._post_has_key = "{key}" in self._post
         self.coerce_issues: list[tuple[IssueCode, str]] = []
         # argument streaming: the undecided tail of the body, the parameter being read
         self._st_buf = ""
@@ -1091,7 +1085,7 @@ class TaggedBody(Body):
         return view
 
     def _stream(self, chunk: str) -> None:
-        """Read parameters off the body as it arrives, with the rules of ``_parse_params``."""
+        """Read parameters off the body as it arrives, with the rules of ``_param_pairs``."""
         buf = self._st_buf + chunk
         close_generic = self._post.strip(WS)
         line_values = not close_generic and "\n" in self._post
@@ -1231,11 +1225,6 @@ class TaggedBody(Body):
         self._frags.append(self.args_closing())
         self._args_done = True
 
-    def _compile_param(self) -> re.Pattern[str]:
-        rx, self._mid, self._post = _param_parts(self.spec.param)
-        self._post_has_key = "{key}" in self._post
-        return rx
-
     def feed(self, text: str, pos: int, final: bool) -> tuple[Status, int]:
         whole = self.phase == "header"  # the call may be all in this text: then nothing streams
         if self.phase == "header":
@@ -1277,7 +1266,8 @@ class TaggedBody(Body):
         body = "".join(self.body)
         schema = self._view() if (self.name or "") in self.schemas else None
         try:
-            args, partial = self._parse_params(body, schema, complete)
+            pairs, partial = self._param_pairs(body, complete)
+            args = self._members(pairs, schema)
         except ValueError as e:
             if self._st_whole:  # announced, then refused: what pieces would have streamed, stream now
                 self._frags, self._args_done, self._st_whole = ["{"], False, False
@@ -1298,14 +1288,11 @@ class TaggedBody(Body):
 
     spec_partial = False
 
-    def _parse_params(self, body: str, schema: Mapping[str, Any] | None,
-                      complete: bool) -> tuple[dict[str, Any], bool]:
+    def _members(self, pairs: list[tuple[str, str, str | None]], schema: Mapping[str, Any] | None) -> dict[str, Any]:
+        """Parameters as the members of an object, typed by ``schema``'s properties."""
         props = (schema or {}).get("properties") or {}
-        pairs, partial = self._param_pairs(body, complete)
-        args: dict[str, Any] = {}
-        for key, raw, string_attr in pairs:
-            args[key] = self._typed(raw, props.get(key) if isinstance(props, Mapping) else None, string_attr)
-        return args, partial
+        return {key: self._typed(raw, props.get(key) if isinstance(props, Mapping) else None, attr)
+                for key, raw, attr in pairs}
 
     def _param_pairs(self, body: str, complete: bool) -> tuple[list[tuple[str, str, str | None]], bool]:
         """The parameters of a body in order, as (key, raw value, string attribute), and whether
@@ -1384,9 +1371,7 @@ class TaggedBody(Body):
         except ValueError:
             return None
         if "object" in types and not ("array" in types and len({k for k, _, _ in pairs}) < len(pairs)):
-            props = schema.get("properties") or {}
-            return ({key: self._typed(v, props.get(key) if isinstance(props, Mapping) else None, attr)
-                     for key, v, attr in pairs},)
+            return (self._members(pairs, schema),)
         items = schema.get("items")
         return ([self._typed(v, items if isinstance(items, Mapping) else None, attr) for _, v, attr in pairs],)
 

@@ -157,16 +157,10 @@ class _MemberStream:
     def _value(self, key: str, value: object) -> None:
         self.fragments.append(self._member(key) + json.dumps(value, ensure_ascii=False))
 
-    def _comma(self) -> None:
-        self._pending = ", "
-
     def _close(self) -> None:
         self._pending = ""
         self.fragments.append("}")
         self.complete = True
-
-    def _die(self) -> None:
-        self.dead = True
 
     def _parse_held(self, text: str) -> object:  # pragma: no cover - each transcoder has its own
         raise NotImplementedError
@@ -176,11 +170,11 @@ class _MemberStream:
         try:
             value = self._parse_held(w[start:k])
         except ValueError:
-            self._die()
+            self.dead = True
             return len(w)
         self._value(self._key, value)
         if w.startswith(self._msep, k):
-            self._comma()
+            self._pending = ", "
             self._state = "key"
             return k + len(self._msep)
         self._close()
@@ -234,7 +228,7 @@ class PythonicCallStream(_MemberStream):
                 continue
             if st == "name_end":
                 if c != "(" or not is_call_name(self._tok) or not self._name_ok(self._tok):
-                    self._die()
+                    self.dead = True
                     return n
                 self.name = self._tok
                 self._open()
@@ -246,7 +240,7 @@ class PythonicCallStream(_MemberStream):
                     return i + 1
                 m = _WORD.match(w, i)
                 if m is None or c.isdigit():
-                    self._die()
+                    self.dead = True
                     return n
                 if m.end() == n:
                     return i  # the key may go on
@@ -255,19 +249,14 @@ class PythonicCallStream(_MemberStream):
                 i = m.end()
             elif st == "eq":
                 if c != "=":
-                    self._die()
+                    self.dead = True
                     return n
                 self._state = "value"
                 i += 1
-            elif st == "value":
-                k = self._value_start(w, i)
+            elif st in ("value", "quotes"):
+                k = self._value_start(w, i) if st == "value" else self._quotes(w, i)
                 if k < 0:
-                    return i
-                i = k
-            elif st == "quotes":
-                k = self._quotes(w, i)
-                if k < 0:
-                    return i
+                    return i  # the next character says which
                 i = k
             elif st == "after_str":
                 if c in "'\"":
@@ -275,7 +264,7 @@ class PythonicCallStream(_MemberStream):
                     self._state = "quotes"
                 elif c == ",":
                     self._end_string()
-                    self._comma()
+                    self._pending = ", "
                     self._state = "key"
                     i += 1
                 elif c == ")":
@@ -283,10 +272,10 @@ class PythonicCallStream(_MemberStream):
                     self._close()
                     return i + 1
                 else:
-                    self._die()
+                    self.dead = True
                     return n
             else:  # pragma: no cover - every state is handled above
-                self._die()
+                self.dead = True
         return i
 
     def _value_start(self, w: str, i: int) -> int:
@@ -306,7 +295,7 @@ class PythonicCallStream(_MemberStream):
                 self._state = "quotes"
                 return m.end()
         if c == "=":
-            self._die()
+            self.dead = True
             return len(w)
         self._state = "value_held"
         self._vdepth, self._vq, self._vtriple, self._vesc, self._vscan = 0, "", False, False, i
@@ -361,11 +350,11 @@ class PythonicCallStream(_MemberStream):
             try:
                 self.fragments.append(_json_text(_py_unescape(w[i:i + k])))
             except ValueError:
-                self._die()
+                self.dead = True
                 return len(w)
             return i + k
         if c == "\n":  # a line break inside a one-line string: not Python
-            self._die()
+            self.dead = True
             return len(w)
         # the quote character
         if not self._triple:
@@ -418,7 +407,7 @@ class PythonicCallStream(_MemberStream):
             elif c in ")]}":
                 if self._vdepth == 0:
                     if c != ")":
-                        self._die()
+                        self.dead = True
                         return n
                     return self._end_held(w, start, k)
                 self._vdepth -= 1
@@ -491,7 +480,7 @@ class RelaxedArgStream(_MemberStream):
                 continue
             if st == "open":
                 if c != "{":
-                    self._die()
+                    self.dead = True
                     return n
                 self._open()
                 self._state = "key_or_end"
@@ -509,7 +498,7 @@ class RelaxedArgStream(_MemberStream):
                 if got is None:
                     return i
                 if not got:
-                    self._die()
+                    self.dead = True
                     return n
                 self._state = "value"
                 i += len(self._kvsep)
@@ -530,17 +519,17 @@ class RelaxedArgStream(_MemberStream):
                 if got is None:
                     return i
                 if got:
-                    self._comma()
+                    self._pending = ", "
                     self._state = "key"
                     i += len(self._msep)
                 elif c == "}":
                     self._close()
                     return i + 1
                 else:
-                    self._die()
+                    self.dead = True
                     return n
             else:  # pragma: no cover
-                self._die()
+                self.dead = True
         return i
 
     def _read_key(self, w: str, i: int) -> int:
@@ -560,13 +549,13 @@ class RelaxedArgStream(_MemberStream):
             try:
                 key = str(json.loads(m.group(), strict=False))
             except ValueError:
-                self._die()
+                self.dead = True
                 return len(w)
             end = m.end()
         else:
             m = self._bare_key.match(w, i)
             if m is None:
-                self._die()
+                self.dead = True
                 return len(w)
             if m.end() == len(w):
                 return -1
@@ -612,7 +601,7 @@ class RelaxedArgStream(_MemberStream):
             elif c in "}]":
                 if self._vdepth == 0:
                     if c != "}":
-                        self._die()
+                        self.dead = True
                         return n
                     return self._end_held(w, i, k)
                 self._vdepth -= 1

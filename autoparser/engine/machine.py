@@ -81,9 +81,6 @@ _HANDLER_NAMES = tuple((m, "_m_" + m.value) for m in Mode if m not in (H_HEADER,
 
 
 _DECODE = json.JSONDecoder().raw_decode
-#: a call's text held whole (``_whole_call``) while its body is this short: the length after which
-#: a body's arguments stream anyway
-_HOLD = _STREAM_AFTER
 
 
 class _Compiled:
@@ -257,11 +254,6 @@ class Parser:
     def result(self) -> Result:
         return self._out.result(self._stream)
 
-    @property
-    def _carry(self) -> str:
-        """The unread tail held between feeds (``Pending.carry``; tests read it by this name)."""
-        return self._pending.carry
-
     # -- the loop -------------------------------------------------------------------------------
     def _run(self, text: str, final: bool) -> None:
         pending = self._pending
@@ -363,8 +355,11 @@ class Parser:
         next mode reads on from (after the marker, or at it if the next mode reads it again)."""
         act = step.act
         if act is not _NONE:
-            if act is Act.open_reasoning:
-                self._open_reasoning()
+            if act is Act.open_reasoning:  # joined to the block before it
+                r = self.profile.reasoning
+                if r is not None and r.join and self._out.reasoning and self._r_blocks:
+                    self._out.write_reasoning(r.join)
+                self._r_blocks += 1
             elif act is Act.region:
                 self._enter_region(m.kind, m)
             elif act is Act.header:
@@ -382,12 +377,6 @@ class Parser:
         if step.then is WHOLE:
             self._call_at = m  # (the whole state reads on from this marker: no second search)
         return m.end if step.eat else m.start
-
-    def _open_reasoning(self) -> None:
-        r = self.profile.reasoning
-        if r is not None and r.join and self._out.reasoning and self._r_blocks:
-            self._out.write_reasoning(r.join)
-        self._r_blocks += 1
 
     def _m_undecided(self, w: str, i: int, final: bool) -> int:
         m, safe = self._c.undecided.scan(w, i, final)
@@ -493,18 +482,18 @@ class Parser:
         finds its end where the body's own fast path does, and the same extraction reads it), and
         the end marker follows it (without one, the region's after state reads what follows). It
         emits exactly what the region path would emit, in the same chunk. A body not complete
-        yet is held, marker and all (returns ``m.start``: the loop keeps it as the carry), while it
-        is short (``_HOLD`` characters after the marker), and its name announced once its head is
-        complete (streaming), as the body's short phase announces it; its arguments are sent whole
-        when it ends, as for a short body (``codecs._STREAM_AFTER``). So a short call costs one
-        decode however it is chunked. Anything else (None: a body that is not a call, an array of
-        calls, a long body, the end of the stream) is the region's, which reads the same text, a
-        call announced while held staying announced. ``tests/test_fast_paths.py`` feeds both
-        paths the same inputs and compares the events; the fuzzer compares chunkings.
+        yet is held, marker and all (returns ``m.start``: the loop keeps it as the carry), while
+        it is short (``_STREAM_AFTER`` characters after the marker), its name announced once its
+        head is complete (streaming) and its arguments sent whole when it ends, as for a short
+        body: a short call costs one decode however it is chunked. Anything else (None: a body
+        that is not a call, an array of calls, a long body, the end of the stream) is the
+        region's, which reads the same text, a call announced while held staying announced.
+        ``tests/test_fast_paths.py`` feeds both paths the same inputs and compares the events; the
+        fuzzer compares chunkings.
         """
         n = len(w)
         k = skip_ws(w, m.end)
-        hold = not final and n - m.end <= _HOLD
+        hold = not final and n - m.end <= _STREAM_AFTER
         if k == n:
             return m.start if hold else None
         # one object (an array of calls goes to the region path, which streams it call by call)

@@ -134,6 +134,7 @@ class _Program:
     lead_ws: str                   # whitespace the pattern puts before a value (trimmed once)
     trail_ws: str                  # ... and after it
     tail_text: bool                # the call's tail has more than whitespace
+    rest_text: bool                # an argument has text after its value
     keyed: bool = True             # the arguments name their keys (else: positional, by the schema)
 
 
@@ -155,7 +156,7 @@ def _program(pat: PatternSpec) -> _Program:
     lead = a_head_text[len(a_head_text.rstrip(WS)):] if raw else ""
     trail = a_rest_text[: len(a_rest_text) - len(a_rest_text.lstrip(WS))] if raw else ""
     return _Program(head, arg_head, arg_rest, sep, tail, has_args, lead, trail, bool(tail_text.strip(WS)),
-                    "{key}" in pat.arg or not has_args)
+                    any(not isinstance(it, _Lit) or it.text for it in arg_rest), "{key}" in pat.arg or not has_args)
 
 
 def _first_lit(items: tuple[_Item, ...]) -> _Lit | bool | None:
@@ -216,7 +217,8 @@ def _slot_end(text: str, i: int, ender: _Lit | None, final: bool, no_ws: bool) -
     ws_ender = ender is None or not ender.tokens or ender.tokens[0] == " " or ender.tokens[0][0] == _INDENT
     k = text.find(core, i, limit + len(core)) if core else -1
     if no_ws or (not core and ender is not None and "\n" not in ender.text):
-        brk = _first_ws(text, i, limit)
+        ws = _WS_RE.search(text, i, limit)
+        brk = ws.start() if ws is not None else -1
     else:
         brk = text.find("\n", i, limit)
     if brk >= 0 and (k < 0 or brk < k):
@@ -234,11 +236,6 @@ def _slot_end(text: str, i: int, ender: _Lit | None, final: bool, no_ws: bool) -
     if len(text) - i >= _MAX_SLOT or final:
         return _NO
     return _MORE
-
-
-def _first_ws(text: str, i: int, limit: int) -> int:
-    m = _WS_RE.search(text, i, limit)
-    return m.start() if m is not None else -1
 
 
 _WS_RE = re.compile(r"[ \t\r\n]")
@@ -562,16 +559,9 @@ class PatternBody(Body):
     def feed(self, text: str, pos: int, final: bool) -> tuple[Status, int]:
         i = pos
         while True:
-            if self.phase == "head":
-                st, i = self._head(text, i, final)
-            elif self.phase == "group":
-                st, i = self._group(text, i, final)
-            elif self.phase == "value":
-                st, i = self._value(text, i, final)
-            else:
-                st, i = self._after(text, i, final)
+            st, i = getattr(self, "_" + self.phase)(text, i, final)  # _head, _group, _value, _after
             if st != "go":
-                return st, i  # type: ignore[return-value]
+                return st, i
 
     def _cut(self, what: str, pos: int) -> tuple[str, int]:
         """The stream ended inside the call."""
@@ -695,7 +685,7 @@ class PatternBody(Body):
         if st == "more":
             self._stream_value()
             return "more", j
-        if final and j == len(text) and (self.prog.tail_text or _has_text(self.prog.arg_rest)
+        if final and j == len(text) and (self.prog.tail_text or self.prog.rest_text
                                          or (self.stops and self.pat.value in _TEXT)):
             # the stream ended where more of the call was due (its rest, or the marker that ends
             # it): a text value may have been cut anywhere
@@ -845,10 +835,6 @@ class PatternBody(Body):
             self._frags = []  # the machine sends the rest of the parsed arguments
             self._args_done = True
         return "done", pos
-
-
-def _has_text(items: tuple[_Item, ...]) -> bool:
-    return any(not isinstance(it, _Lit) or it.text for it in items)
 
 
 def _trim_once(value: str, lead: str, trail: str) -> str:

@@ -24,6 +24,7 @@ __all__ = ["BalancedScanner", "ScanStatus"]
 ScanStatus = Literal["done", "stop", "more", "error"]
 
 _PAIRS = {"}": "{", "]": "[", ")": "("}
+_CLOSER = {o: c for c, o in _PAIRS.items()}
 
 _Compiled = tuple[str, str, tuple[tuple[str, str, bool], ...], MarkerSet, "re.Pattern[str]",
                   dict[int, "re.Pattern[str]"], "re.Pattern[str] | None"]
@@ -73,16 +74,8 @@ class BalancedScanner:
         self.stack: list[str] = []
         self.pieces: list[str] = []
 
-    @property
-    def in_string(self) -> bool:
-        return self._in is not None
-
     def text(self) -> str:
         return "".join(self.pieces)
-
-    def closing_suffix(self) -> str:
-        """What would close every open bracket (for repair): no open string allowed."""
-        return "".join({"{": "}", "[": "]", "(": ")"}[b] for b in reversed(self.stack))
 
     def bounded(self, status: ScanStatus) -> tuple[str, bool] | None:
         """The value's text once scanning ended: as written (``done``), or with its closing
@@ -91,12 +84,12 @@ class BalancedScanner:
         if status == "done":
             return self.text(), False
         if status == "stop":
-            return self.text() + self.closing_suffix(), True
+            return self.text() + "".join(_CLOSER[b] for b in reversed(self.stack)), True
         return None
 
     def list_closed_at_end(self) -> str | None:
         """At the end of the stream, a list of complete items missing only its ``]``, closed."""
-        if self.stack == ["["] and not self.in_string:
+        if self.stack == ["["] and self._in is None:
             return self.text().rstrip(" \t\r\n").rstrip(",") + "]"
         return None
 

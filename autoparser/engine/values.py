@@ -172,15 +172,12 @@ def _read_types(schema: object, root: object, depth: int) -> _TypeInfo:
     return info
 
 
-def _type_info(schema: object, root: object = None) -> _TypeInfo:
-    return _read_types(schema, schema if root is None else root, 0)
-
-
 # --------------------------------------------------------------------------------------------
 # Scalar text parsing (shared by coercion and the relaxed parser)
 # --------------------------------------------------------------------------------------------
 
 _NULL_LITERALS = frozenset({"null", "NULL", "Null"})
+_BOOLEANS = {"true": True, "false": False}
 _INT_RE = re.compile(r"[+-]?[0-9]+", re.ASCII)
 # Lenient decimal number: optional sign, digits with optional fraction (or a bare fraction), and an
 # optional exponent. No hex, no underscores, no "inf"/"nan" (float() would accept all of those).
@@ -189,13 +186,9 @@ _NUMBER_RE = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]
 
 def _to_integer(text: str) -> int | None:
     """Parse integer text, including integral decimal forms ('1.23e5', '5.0'); None if not one."""
-    if _INT_RE.fullmatch(text):
-        try:
-            return int(text)
-        except ValueError:  # beyond the int-string conversion limit
-            return None
-    if not _NUMBER_RE.fullmatch(text):
-        return None
+    if _INT_RE.fullmatch(text) or not _NUMBER_RE.fullmatch(text):
+        value = _to_number(text)  # digits (None beyond the int-string conversion limit), or no number
+        return value if isinstance(value, int) else None
     try:
         exact = Decimal(text)
     except InvalidOperation:
@@ -213,7 +206,7 @@ def _to_number(text: str) -> int | float | None:
     if _INT_RE.fullmatch(text):
         try:
             return int(text)
-        except ValueError:
+        except ValueError:  # beyond the int-string conversion limit
             return None
     if not _NUMBER_RE.fullmatch(text):
         return None
@@ -229,12 +222,7 @@ def _to_number(text: str) -> int | float | None:
 
 
 def _to_boolean(text: str) -> bool | None:
-    lowered = text.lower()
-    if lowered == "true":
-        return True
-    if lowered == "false":
-        return False
-    return None
+    return _BOOLEANS.get(text.lower())
 
 
 def _reject_constant(name: str) -> Any:
@@ -274,20 +262,15 @@ def _to_container(text: str, kind: type[Any]) -> Any:
 
 def _coerce_as(kind: str, text: str) -> Any:
     """Coerce stripped text to one JSON-schema type, or return ``_NO_VALUE``."""
-    result: Any
-    if kind == "object":
-        return _to_container(text, dict)
-    if kind == "array":
-        return _to_container(text, list)
-    if kind == "integer":
-        result = _to_integer(text)
-    elif kind == "number":
-        result = _to_number(text)
-    elif kind == "boolean":
-        result = _to_boolean(text)
-    else:
-        return _NO_VALUE
+    if kind in ("object", "array"):
+        return _to_container(text, dict if kind == "object" else list)
+    read = _SCALAR_READERS.get(kind)
+    result = read(text) if read is not None else None
     return _NO_VALUE if result is None else result
+
+
+_SCALAR_READERS: dict[str, Callable[[str], Any]] = {"integer": _to_integer, "number": _to_number,
+                                                   "boolean": _to_boolean}
 
 
 def _enum_match(text: str, members: Sequence[Any]) -> Any:
@@ -381,7 +364,7 @@ def coerce_text(text: str, schema: Mapping[str, Any] | None,
 def _coerce(text: str, schema: Mapping[str, Any] | None, root: Mapping[str, Any] | None) -> tuple[Any, str | None]:
     if not isinstance(text, str) or schema is None or not isinstance(schema, Mapping):
         return text, None
-    info = _type_info(schema, root)
+    info = _read_types(schema, schema if root is None else root, 0)
     if info.members:
         found = _enum_match(text, info.members)
         if found is not _NO_VALUE:
