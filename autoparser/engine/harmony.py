@@ -115,8 +115,8 @@ class Harmony:
             self.prompt_header = False
             text = self._pending.take_header()
             self._out.write_content(text, pos - len(text))
-            return CONTENT
-        self._out.issue(IssueCode.invalid_header, "message header never reached its message marker", pos)
+        else:
+            self._out.issue(IssueCode.invalid_header, "message header never reached its message marker", pos)
         return CONTENT
 
     def _header(self, w: str, i: int, final: bool) -> tuple[int, Mode]:

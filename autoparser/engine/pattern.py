@@ -285,22 +285,16 @@ def _literal(text: str, encoding: str) -> Any:
             raise ValueError(str(e)) from None
     if encoding == "toml":
         try:
-            return _plain(_toml_loads("v = " + text.strip())["v"])
+            tomllib = importlib.import_module("tomllib")  # Python 3.11+; on 3.10 no value reads as TOML
+        except ImportError:
+            raise ValueError("reading TOML values needs Python 3.11 (tomllib)") from None
+        try:
+            return _plain(tomllib.loads("v = " + text.strip())["v"])
         except ValueError:
             raise
         except Exception as e:  # tomllib.TOMLDecodeError is a ValueError; anything else, too
             raise ValueError(str(e)) from None
     raise ValueError(encoding)
-
-
-def _toml_loads(text: str) -> dict[str, Any]:
-    """``tomllib.loads`` (Python 3.11+; on 3.10 no value reads as TOML)."""
-    try:
-        tomllib = importlib.import_module("tomllib")
-    except ImportError:
-        raise ValueError("reading TOML values needs Python 3.11 (tomllib)") from None
-    out: dict[str, Any] = tomllib.loads(text)
-    return out
 
 
 _XML_REF = re.compile(r"&(#[0-9]+|#x[0-9a-fA-F]+|lt|gt|amp|quot|apos);")

@@ -59,9 +59,7 @@ _ANNOTATIONS = frozenset({"title", "description", "default", "examples", "deprec
 _DRAFT07_URIS = ("json-schema.org/draft-04/", "json-schema.org/draft-06/", "json-schema.org/draft-07/")
 
 
-# --------------------------------------------------------------------------------------------
-# Problems
-# --------------------------------------------------------------------------------------------
+# -- problems --------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,9 +160,7 @@ def _foreign_ref(schema: object) -> str | None:
     return None
 
 
-# --------------------------------------------------------------------------------------------
-# The draft-07 view of a schema
-# --------------------------------------------------------------------------------------------
+# -- the draft-07 view of a schema -----------------------------------------------------------------
 
 
 def draft07_view(schema: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
@@ -253,9 +249,7 @@ def _fix_2020(node: dict[str, Any]) -> None:
         node["dependencies"] = {**dependent, **(node.get("dependencies") or {})}
 
 
-# --------------------------------------------------------------------------------------------
-# Compiling and checking
-# --------------------------------------------------------------------------------------------
+# -- compiling and checking ------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)

@@ -54,9 +54,7 @@ __all__ = [
     "validate_arguments",
 ]
 
-# --------------------------------------------------------------------------------------------
-# Schema reading
-# --------------------------------------------------------------------------------------------
+# -- schema reading --------------------------------------------------------------------------------
 
 # The order in which coercion tries non-string alternatives: most structured first, so that a
 # value that parses as an object under ``anyOf(object, string)`` becomes the object.
@@ -172,9 +170,7 @@ def _read_types(schema: object, root: object, depth: int) -> _TypeInfo:
     return info
 
 
-# --------------------------------------------------------------------------------------------
-# Scalar text parsing (shared by coercion and the relaxed parser)
-# --------------------------------------------------------------------------------------------
+# -- scalar text parsing (shared by coercion and the relaxed parser) -------------------------------
 
 _NULL_LITERALS = frozenset({"null", "NULL", "Null"})
 _BOOLEANS = {"true": True, "false": False}
@@ -328,9 +324,7 @@ def _preview(text: str, limit: int = 40) -> str:
     return repr(text[:limit]) + f"... ({len(text)} chars)"
 
 
-# --------------------------------------------------------------------------------------------
-# coerce_text
-# --------------------------------------------------------------------------------------------
+# -- coerce_text -----------------------------------------------------------------------------------
 
 
 def coerce_text(text: str, schema: Mapping[str, Any] | None,
@@ -385,9 +379,7 @@ def _coerce(text: str, schema: Mapping[str, Any] | None, root: Mapping[str, Any]
     return text, f"value {_preview(text)} is not a valid {wanted}; kept the raw string"
 
 
-# --------------------------------------------------------------------------------------------
-# Python literals and pythonic calls
-# --------------------------------------------------------------------------------------------
+# -- Python literals and pythonic calls ------------------------------------------------------------
 
 
 #: text on which Python's tokenizer would print a SyntaxWarning (see ``_parse_expression``)
@@ -586,9 +578,7 @@ def parse_python_calls(text: str) -> list[tuple[str, dict[str, Any]]]:
     return result
 
 
-# --------------------------------------------------------------------------------------------
-# Relaxed objects (Gemma 4 / FunctionGemma argument syntax)
-# --------------------------------------------------------------------------------------------
+# -- relaxed objects (Gemma 4 / FunctionGemma argument syntax) -------------------------------------
 
 _WS_RE = re.compile(r"\s*")
 _BARE_KEY_RE = re.compile(r"[^\s{}\[\],:]+")
@@ -794,9 +784,7 @@ def parse_relaxed_object(text: str, string_delims: Sequence[tuple[str, str]] = (
     return _RelaxedReader(text, delims, seps).parse()
 
 
-# --------------------------------------------------------------------------------------------
-# validate_arguments
-# --------------------------------------------------------------------------------------------
+# -- validate_arguments ----------------------------------------------------------------------------
 
 
 def validate_arguments(arguments: Mapping[str, Any], schema: Mapping[str, Any] | None) -> list[str]:
