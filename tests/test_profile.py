@@ -124,6 +124,6 @@ def test_parser_memory_is_bounded_by_longest_marker_plus_current_call() -> None:
         text = "Plain words with < and | and : and call and Here is my answer. " * 200
         for i in range(0, len(text), 7):
             p.feed(text[i:i + 7])
-            assert len(p._carry) < max(longest, 8), (name, p._carry)
+            assert len(p._pending.carry) < max(longest, 8), (name, p._pending.carry)
         p.close()
         assert p.result().content == text

@@ -20,7 +20,7 @@ from __future__ import annotations
 import html
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Literal, Protocol
@@ -32,15 +32,14 @@ from .argstream import JsonArgStream
 from .callstream import ArgTranscoder, CallList
 from .issues import IssueCode
 from .literalstream import PythonicCallStream, RelaxedArgStream
-from .markers import Kind, MarkerSet, Match
+from .markers import WS, Kind, MarkerSet, Match, skip_ws
 from .scanner import BalancedScanner
 
 __all__ = ["XML_QUOTES", "ArgSource", "Body", "JsonBody", "ParsedCall", "head_name", "make_body"]
 
 Status = Literal["more", "done", "reject"]
-_WS = " \t\r\n"
 _MAX_HEADER = 512
-#: whitespace in a pattern: the engine's whitespace (``_WS``), never Unicode's wider ``\s``, so a
+#: whitespace in a pattern: the engine's whitespace (``WS``), never Unicode's wider ``\s``, so a
 #: regex and the character-wise partial match (``_lit_partial``) agree
 _WS_RUN = "[ \t\r\n]*"
 _MAX_KEY = 256
@@ -48,7 +47,6 @@ _MAX_KEY = 256
 #: sent whole when complete). The shortest head, {"name":"f","arguments":, is 24 characters, so a
 #: long argument's first delta comes within 80 - 24 = 56 characters (plus one chunk) of its start.
 _STREAM_AFTER = 80
-#: a tool name written bare (not inside quotes or a tag attribute): no whitespace or markup
 
 
 @dataclass
@@ -96,11 +94,21 @@ class Body:
         # a body holding a list of calls streams them one by one: those it ended already
         self.ended: list[ParsedCall] = []
         self.calllist: CallList[ParsedCall] | None = None
+        # a codec that writes the argument text itself (tagged, pattern): what is not taken yet,
+        # whether a string value is open in it, whether it is closed
+        self._frags: list[str] = []
+        self._str_open = False
+        self._args_done = False
+        self._first = True          # no member written yet
 
     def take_args(self) -> str:
         """Argument JSON text that became certain since the last call (streaming codecs only)."""
-        head = self.calllist.head if self.calllist is not None else None
-        return head.stream.take() if head is not None else ""
+        if self.calllist is not None:
+            head = self.calllist.head
+            return head.stream.take() if head is not None else ""
+        out = "".join(self._frags)
+        self._frags = []
+        return out
 
     def pop_ended(self) -> ParsedCall | None:
         """A list body: the streamed call (``call_name``) once its own text has closed; the next
@@ -136,13 +144,14 @@ class Body:
             return None
         return self.ended + [call for call in rest if call is not None]
 
-    def _list_closing(self) -> str:
-        head = self.calllist.head if self.calllist is not None else None
-        return head.stream.closing() if head is not None else ""
-
     def args_closing(self) -> str:
         """What closes the argument text taken so far into valid JSON."""
-        return ""
+        if self.calllist is not None:
+            head = self.calllist.head
+            return head.stream.closing() if head is not None else ""
+        if self.call_name is None or self._args_done:
+            return ""
+        return ('"' if self._str_open else "") + "}"
 
     def feed(self, text: str, pos: int, final: bool) -> tuple[Status, int]:  # pragma: no cover
         raise NotImplementedError
@@ -165,6 +174,12 @@ class Body:
             st, j = self._reject(what, pos, truncated=final and kind != "bad" and not slot)
             return st, j, ""
         return None, j, slot
+
+    def _member(self, key: str) -> str:
+        """The text that opens the next member of the streamed arguments (``_frags``)."""
+        out = ("" if self._first else ", ") + json.dumps(key, ensure_ascii=False) + ": "
+        self._first = False
+        return out
 
     def _name_ok(self, name: str) -> bool:
         return bool(name) and (not self.known_only or name in self.schemas)
@@ -222,7 +237,7 @@ def _lit_partial(lit: str, text: str, pos: int = 0) -> bool:
                 continue
             step = steps[k]
             if step == " ":
-                if c in _WS:
+                if c in WS:
                     nxt.add(k)
             elif step == "0":
                 if c in "0123456789":
@@ -262,7 +277,7 @@ def _lit_tail(lit: str, text: str, lo: int, hi: int) -> int:
     """The earliest ``k`` in ``[lo, hi)`` where ``text[k:hi]`` may still become ``lit`` (``hi``: none)."""
     if not lit:
         return hi
-    first = lit.lstrip(_WS)[:1]
+    first = lit.lstrip(WS)[:1]
     k = text.find(first, max(lo, hi - _MAX_HEADER), hi) if first else -1
     while 0 <= k < hi:
         if _lit_partial(lit, text[k:hi]):
@@ -280,8 +295,8 @@ def _trim_one(value: str, before: str, after: str) -> str:
     """Strip exactly the whitespace the pattern puts around a value, once each side. Where the
     pattern puts none, a value written on lines of its own (``<k>\nv\n</k>``) is formatting too:
     its first line break is dropped, and its last one with it (only then: ``v\n`` keeps it)."""
-    lead = before[len(before.rstrip(_WS)):]
-    trail = after[: len(after) - len(after.lstrip(_WS))]
+    lead = before[len(before.rstrip(WS)):]
+    trail = after[: len(after) - len(after.lstrip(WS))]
     own_line = False
     if lead and value.startswith(lead):
         value = value[len(lead):]
@@ -306,9 +321,9 @@ def _header_parts(pattern: str, slot: str, ends: str, extra_stops: tuple[str, ..
                   ) -> tuple[str, re.Pattern[str] | None, re.Pattern[str], MarkerSet]:
     """Compiled pieces of a header pattern, built once per pattern (a header is made per call)."""
     prefix, suffix = _split_slot(pattern, slot)
-    lit = prefix.strip(_WS)
+    lit = prefix.strip(WS)
     pre = re.compile(_STRAY + _lit_regex(lit)) if lit else None
-    suf = suffix.strip(_WS)
+    suf = suffix.strip(WS)
     alts = []
     if suf:
         alts.append("(?P<suf>" + _lit_regex(suf) + ")")
@@ -327,7 +342,7 @@ def _in_attribute(prefix: str, suffix: str) -> bool:
     """Whether a slot is written as a quoted XML attribute value (``<invoke name="{name}">``; the
     opening quote may end the call marker before the header: ``<|open|>call tool="`` ``{name}"``)."""
     quote = suffix[:1]
-    return quote in ("'", '"') and (not prefix.strip(_WS) or prefix.rstrip(_WS).endswith("=" + quote))
+    return quote in ("'", '"') and (not prefix.strip(WS) or prefix.rstrip(WS).endswith("=" + quote))
 
 
 _ENTITY = re.compile(r"&(amp|lt|gt|quot|apos|#\d+|#x[0-9a-fA-F]+);")
@@ -392,7 +407,7 @@ class _Header:
         end = m2.end() if self.matched_suffix else m2.start()
         if end < old:  # pragma: no cover - found in an earlier feed already
             return "bad", None, pos
-        value = b[start:m2.start()].strip(_WS)
+        value = b[start:m2.start()].strip(WS)
         return "ok", _unescape_attr(value) if self._attr else value, pos + (end - old)
 
 
@@ -432,21 +447,13 @@ def _mark_element_ends(calls: list[ParsedCall], text: str, i: int) -> None:
     streaming the array element by element records, so issues are located the same either way."""
     k = i + 1
     for call in calls:
-        while text[k] in _WS:
-            k += 1
+        k = skip_ws(text, k)
         r = _decode_complete(text, k)
         if r is None:  # pragma: no cover - the whole array decoded
             return
         call.end = k = r[1]
-        while text[k] in _WS:
-            k += 1
+        k = skip_ws(text, k)
         k += 1  # ',' (or the closing ']')
-
-
-@lru_cache(maxsize=64)
-def _quoted(keys: tuple[str, ...]) -> tuple[str, ...]:
-    """Each key as it stands in JSON text, ``"name"``."""
-    return tuple(f'"{k}"' for k in keys)
 
 
 @lru_cache(maxsize=64)
@@ -490,35 +497,33 @@ class JsonBody(Body):
 
     def args_closing(self) -> str:
         if self.calllist is not None:
-            return self._list_closing()
+            return super().args_closing()
         return self.argstream.closing() if self.argstream is not None else ""
+
+    def _call_stream(self) -> JsonArgStream:
+        """A transcoder of one whole call object as this codec lays it out."""
+        sp = self.spec
+        return JsonArgStream(whole_call=True, name_keys=tuple(sp.name_keys), args_keys=tuple(sp.args_keys),
+                             id_keys=tuple(sp.id_keys), function_key=sp.function_key or "",
+                             name_as_key=sp.name_as_key, name_ok=self._name_ok)
+
+    def _ready(self, t: ArgTranscoder) -> bool:
+        """A call is announced once its name is complete and its arguments opened (or at once when
+        no id key could still come between them)."""
+        return t.name is not None and (t.started or not self.spec.id_keys)
 
     def _start_list(self) -> None:
         """A JSON array of calls: each element streams through its own transcoder."""
-        sp = self.spec
-        names, args, ids = tuple(sp.name_keys), tuple(sp.args_keys), tuple(sp.id_keys)
-
-        def new_call() -> ArgTranscoder:
-            return JsonArgStream(whole_call=True, name_keys=names, args_keys=args, id_keys=ids,
-                                 function_key=sp.function_key or "", name_as_key=sp.name_as_key,
-                                 name_ok=self._name_ok)
-
         def finish(raw: str) -> ParsedCall | None:
             try:
                 return self._call_from(json.loads(raw))
             except ValueError:
                 return None
 
-        # as for a single object: announced once the name is complete and the arguments opened
-        # (or at once when no id key could still come between them)
-        self.calllist = CallList(new_call, finish, lambda t: t.name is not None and (t.started or not ids))
+        self.calllist = CallList(self._call_stream, finish, self._ready)
 
     def _transcode_held(self) -> JsonArgStream:
-        sp = self.spec
-        ast = self.argstream = JsonArgStream(
-            whole_call=True, name_keys=tuple(sp.name_keys), args_keys=tuple(sp.args_keys),
-            id_keys=tuple(sp.id_keys), function_key=sp.function_key or "", name_as_key=sp.name_as_key,
-            name_ok=self._name_ok)
+        ast = self.argstream = self._call_stream()
         ast.feed("".join(self._held))
         self._held = []
         return ast
@@ -531,37 +536,35 @@ class JsonBody(Body):
             # than _STREAM_AFTER began to stream there, whatever the chunks (in pieces it would
             # have been announced once its name was certain)
             ast = self._transcode_held()
-            if self.call_name is None and ast.name is not None and (ast.started or not self.spec.id_keys):
+            if self.call_name is None and self._ready(ast):
                 self.call_name, self.call_id = ast.name, ast.call_id
         return st, j
 
     def _feed(self, text: str, pos: int, final: bool) -> tuple[Status, int]:
         if self.scanner is None and not self._short:
-            i = pos
-            while i < len(text) and text[i] in _WS:
-                i += 1
+            i = skip_ws(text, pos)
             if i == len(text):
                 if final:
                     return self._reject("empty call body", i, truncated=True)
                 return "more", i
             first = text[i]
             arr = self.spec.array
-            opens = (first == "{" and arr != "require") or (first == "[" and arr != "never")
-            if opens and self.spec.flavor == "python":
+            if not ((first == "{" and arr != "require") or (first == "[" and arr != "never")):
+                return self._reject(f"call body starts with {first!r}, not JSON", i)
+            # the whole value may be here (it cannot be without a closing bracket): then the C
+            # decoder finds its end
+            fast = _decode_complete(text, i) if text.find("]" if first == "[" else "}", i) >= 0 else None
+            if self.spec.flavor == "python":
                 # JSON or Python literals (a template that prints a mapping): read whole, sent once complete
-                fast = _decode_complete(text, i) if text.find("]" if first == "[" else "}", i) >= 0 else None
-                calls = self._calls_from(fast[0]) if fast is not None else None
+                calls = self.calls_from(fast[0]) if fast is not None else None
                 if fast is not None and calls is not None:
                     self.calls = calls
                     return "done", fast[1]
                 self.scanner = BalancedScanner("{[", (('"', '"', True), ("'", "'", True)), self.stops)
                 self._py_obj = self.streaming and first == "{"  # announced once its name is read
                 pos = i
-            elif opens:
-                # the whole value may be here (it cannot be without a closing bracket): then the
-                # C decoder finds its end
-                fast = _decode_complete(text, i) if text.find("]" if first == "[" else "}", i) >= 0 else None
-                calls = self._calls_from(fast[0], text, i, fast[1]) if fast is not None else None
+            else:
+                calls = self.calls_from(fast[0], text, i, fast[1]) if fast is not None else None
                 if fast is not None and (calls is not None or not self.streaming):
                     # (streaming, a value that is no call goes the general way: a prefix of it
                     # may have announced a call, as it would have in pieces)
@@ -580,8 +583,6 @@ class JsonBody(Body):
                 if self.streaming and first == "[":
                     self._start_list()
                 pos = i
-            else:
-                return self._reject(f"call body starts with {first!r}, not JSON", i)
         if self._short:
             short = self._feed_short(text, pos, final)
             if short is not None:
@@ -616,9 +617,7 @@ class JsonBody(Body):
                 self._name_from_head()
             if st == "more" and (self._held_len > _STREAM_AFTER or final):
                 ast = self._transcode_held()
-        if ast is not None and ast.name is not None and (ast.started or not self.spec.id_keys):
-            # the name is certain once complete; the call is announced when its arguments begin
-            # (or at once when the name is all there is to wait for)
+        if ast is not None and self._ready(ast):
             self.call_name, self.call_id = ast.name, ast.call_id
         if st == "more":
             if final:
@@ -628,7 +627,7 @@ class JsonBody(Body):
                     value = json.loads(closed) if closed else None
                 except ValueError:
                     value = None
-                calls = self._calls_from(value) if isinstance(value, list) and value else None
+                calls = self.calls_from(value) if isinstance(value, list) and value else None
                 if calls:
                     for c in calls:
                         c.issues.append((IssueCode.missing_end_marker, "closing ']' was missing"))
@@ -645,7 +644,7 @@ class JsonBody(Body):
             value = values.parse_python_literal(raw) if self.spec.flavor == "python" else json.loads(raw)
         except ValueError as e:
             return self._reject(f"call body is not valid JSON: {e}", j)
-        calls = self._calls_from(value, raw, 0, len(raw))
+        calls = self.calls_from(value, raw, 0, len(raw))
         if calls is None:
             return self._reject("JSON is not a call (no name or arguments)", j)
         for c in calls:
@@ -654,11 +653,6 @@ class JsonBody(Body):
                 c.issues.append((IssueCode.repaired_arguments, "closing brackets were missing; added them"))
         self.calls = calls
         return "done", j
-
-    def calls_from(self, value: Any, text: str, start: int, end: int) -> list[ParsedCall] | None:
-        """The calls a complete decoded body (``text[start:end]``) holds (None: it is not a call);
-        keeps no state, so the machine's whole-call path reuses one body for every call."""
-        return self._calls_from(value, text, start, end)
 
     def _feed_short(self, text: str, pos: int, final: bool) -> tuple[Status, int] | None:
         """The start of an object body, read without the scanner while nothing can be decided.
@@ -691,7 +685,7 @@ class JsonBody(Body):
             self._held = [held]
             self._held_len = len(held)
             j = len(text) - (len(held) - end)
-            calls = self._calls_from(value, held, 0, end)
+            calls = self.calls_from(value, held, 0, end)
             if calls is None:
                 if self.call_name is None and self._stream_json and not self.spec.name_as_key:
                     # in pieces its head would have announced it (a second name key after the
@@ -717,8 +711,10 @@ class JsonBody(Body):
         if name is not None and self._name_ok(name):
             self.call_name = name
 
-    def _calls_from(self, value: Any, text: str | None = None, start: int = 0, end: int = 0
-                    ) -> list[ParsedCall] | None:
+    def calls_from(self, value: Any, text: str | None = None, start: int = 0, end: int = 0
+                   ) -> list[ParsedCall] | None:
+        """The calls a complete decoded body (``text[start:end]``) holds (None: it is not a call);
+        keeps no state, so the machine's whole-call path reuses one body for every call."""
         if text is not None and self.streaming and type(value) is dict and self._renamed(value, text, start, end):
             return None
         items = value if isinstance(value, list) else [value]
@@ -738,10 +734,9 @@ class JsonBody(Body):
         holds the last, so the body is malformed (chunk invariance: the whole text must not read
         another name than its pieces did). Counted in place: no copy of the body per call."""
         keys = self.spec.name_keys
-        if not any(text.count(q, start, end) > 1 for q in _quoted(tuple(keys))):
+        if not any(text.count(f'"{k}"', start, end) > 1 for k in keys):
             return False
-        while start < end and text[start] in _WS:
-            start += 1
+        start = skip_ws(text, start, end)
         announced = head_name(self.spec, text, start)
         return announced is not None and all(value.get(k) != announced for k in keys if k in value)
 
@@ -825,6 +820,15 @@ class JsonBody(Body):
 XML_QUOTES: tuple[tuple[str, str, bool], ...] = (("&#34;", "&#34;", True), ("&quot;", "&quot;", True),
                                                   ("&#x22;", "&#x22;", True), ('"', '"', True))
 
+#: the strings, and the reading, of each flavor of arguments but plain JSON's and relaxed ones
+_FLAVOR_STRINGS: dict[str, tuple[tuple[str, str, bool], ...]] = {
+    "python": (('"', '"', True), ("'", "'", True)), "xml": XML_QUOTES, "csv": (('""', '""', True),)}
+_FLAVOR_PARSE: dict[str, Callable[[str], Any]] = {
+    "python": values.parse_python_literal,
+    "xml": lambda raw: json.loads(html.unescape(raw)),
+    "csv": lambda raw: json.loads(raw.replace('""', '"')),
+}
+
 
 class NameJsonBody(Body):
     """``header`` carrying the name (or an id the name is cut from), then an object, then ``trailer``."""
@@ -848,7 +852,7 @@ class NameJsonBody(Body):
             cut = header.index("{call_id}")
             rest = header[cut:]
             header = header[:cut]
-            after = rest[len("{call_id}"):].strip(_WS)
+            after = rest[len("{call_id}"):].strip(WS)
             self.id_header = _Header(rest, "{call_id}", ends="{")
             self._id_stops = (after,) if after else ()
         else:
@@ -861,8 +865,8 @@ class NameJsonBody(Body):
         self.argstream: ArgTranscoder | None = None
         self.phase = "id_first" if self.id_first is not None else "header"
         # a trailer that repeats the name ('</{name}>') is known once the name is
-        self._trailer = (MarkerSet([(s.trailer.strip(_WS), Kind.trailer)])
-                         if s.trailer.strip(_WS) and "{name}" not in s.trailer else None)
+        self._trailer = (MarkerSet([(s.trailer.strip(WS), Kind.trailer)])
+                         if s.trailer.strip(WS) and "{name}" not in s.trailer else None)
 
     def feed(self, text: str, pos: int, final: bool) -> tuple[Status, int]:
         s = self.spec
@@ -899,9 +903,7 @@ class NameJsonBody(Body):
         if self.phase == "id_absent":
             # no id: the marker that follows the id follows the name directly (NAME[ARGS]{...})
             lit = self._id_stops[0] if self._id_stops else ""
-            i = pos
-            while i < len(text) and text[i] in _WS:
-                i += 1
+            i = skip_ws(text, pos)
             tail = text[i:i + len(lit)]
             if lit and not final and len(tail) < len(lit) and lit.startswith(tail):
                 return "more", pos
@@ -918,9 +920,7 @@ class NameJsonBody(Body):
             pos = j
         if self.phase == "args":
             if self.scanner is None:
-                i = pos
-                while i < len(text) and text[i] in _WS:
-                    i += 1
+                i = skip_ws(text, pos)
                 if i == len(text):
                     if final:
                         return self._reject("call has a name but no arguments", i, truncated=True)
@@ -935,17 +935,9 @@ class NameJsonBody(Body):
                     self.calls = [ParsedCall(self.name or "", fast[0], self.cid)]
                     self.phase = "trailer"
                     return self._after_args(text, fast[1], final)
+                strings = _FLAVOR_STRINGS.get(s.flavor, (('"', '"', True),))
                 if s.flavor == "relaxed":
-                    strings: tuple[tuple[str, str, bool], ...] = (
-                        *((a, b, False) for a, b in s.string_delims), ('"', '"', True))
-                elif s.flavor == "python":
-                    strings = (('"', '"', True), ("'", "'", True))
-                elif s.flavor == "xml":
-                    strings = XML_QUOTES
-                elif s.flavor == "csv":
-                    strings = (('""', '""', True),)
-                else:
-                    strings = (('"', '"', True),)
+                    strings = (*((a, b, False) for a, b in s.string_delims), ('"', '"', True))
                 self.scanner = BalancedScanner("{[", strings, self.stops)
                 if self.streaming and s.flavor in ("python", "xml", "csv"):
                     # a Python literal is sent once complete (as JSON); the name streams at once
@@ -971,14 +963,8 @@ class NameJsonBody(Body):
             try:
                 if s.flavor == "relaxed":
                     args = values.parse_relaxed_object(raw, s.string_delims, s.relaxed_seps)
-                elif s.flavor == "python":
-                    args = values.parse_python_literal(raw)
-                elif s.flavor == "xml":
-                    args = json.loads(html.unescape(raw))
-                elif s.flavor == "csv":
-                    args = json.loads(raw.replace('""', '"'))
                 else:
-                    args = json.loads(raw)
+                    args = _FLAVOR_PARSE.get(s.flavor, json.loads)(raw)
             except ValueError as e:
                 return self._reject(f"arguments are not valid: {e}", j)
             if not isinstance(args, dict):
@@ -1000,12 +986,10 @@ class NameJsonBody(Body):
     def _after_args(self, text: str, pos: int, final: bool) -> tuple[Status, int]:
         """The optional trailer (e.g. a closing code fence) after the arguments."""
         if self._trailer is None and "{name}" in self.spec.trailer and self.name:
-            self._trailer = MarkerSet([(self.spec.trailer.strip(_WS).replace("{name}", self.name), Kind.trailer)])
+            self._trailer = MarkerSet([(self.spec.trailer.strip(WS).replace("{name}", self.name), Kind.trailer)])
         if self._trailer is None:
             return "done", pos
-        i = pos
-        while i < len(text) and text[i] in _WS:
-            i += 1
+        i = skip_ws(text, pos)
         assert self._trailer is not None
         if i == len(text) and not final:
             return "more", pos
@@ -1030,19 +1014,19 @@ def _param_parts(param: str) -> tuple[re.Pattern[str], str, str]:
     else:
         mid1, post = _split_slot(rest, "{value}")
         mid2 = ""
-    mid = mid1.strip(_WS) or ">"
+    mid = mid1.strip(WS) or ">"
     # a key is at most _MAX_KEY characters (what streaming holds back while it waits for one);
     # it ends at the first text after it, and holds no opening of another parameter (a key
     # ended by a tag, ``<arg_key>param<1></arg_key>``, may hold markup-like characters)
     if len(mid) == 1:
         key = "[^" + re.escape(mid) + "]"
     else:
-        key = "(?:(?!" + _lit_regex(key_pre.strip(_WS)) + "|" + _lit_regex(mid) + r")[\s\S])"
-    rx = _lit_regex(key_pre.strip(_WS)) + "(?P<key>" + key + "{0," + str(_MAX_KEY) + "}?)"
+        key = "(?:(?!" + _lit_regex(key_pre.strip(WS)) + "|" + _lit_regex(mid) + r")[\s\S])"
+    rx = _lit_regex(key_pre.strip(WS)) + "(?P<key>" + key + "{0," + str(_MAX_KEY) + "}?)"
     if has_string:
-        rx += _lit_regex(mid1.strip(_WS)) + r"(?P<string>[^\"'>]*?)" + _lit_regex(mid2.strip(_WS))
+        rx += _lit_regex(mid1.strip(WS)) + r"(?P<string>[^\"'>]*?)" + _lit_regex(mid2.strip(WS))
     else:
-        rx += _lit_regex(mid1.strip(_WS))
+        rx += _lit_regex(mid1.strip(WS))
     return re.compile(rx), (mid2 if has_string else mid1), post
 
 
@@ -1064,9 +1048,9 @@ class TaggedBody(Body):
         super().__init__(*a, **k)
         s = self.spec
         p_pre, p_post = _split_slot(s.param, "{key}")
-        self.p_open = p_pre.strip(_WS)
+        self.p_open = p_pre.strip(WS)
         self._key_attr = _in_attribute(p_pre or "=" + p_post[:1], p_post)
-        ends = tuple(x for x in (self.p_open, s.trailer.strip(_WS)) if x) + tuple(self.stops.markers)
+        ends = tuple(x for x in (self.p_open, s.trailer.strip(WS)) if x) + tuple(self.stops.markers)
         if not self.p_open:
             ends += ("\n",)  # no markup before a key: the name is the rest of its line
         self.header = _Header(s.header, "{name}", extra_stops=ends)
@@ -1074,8 +1058,9 @@ class TaggedBody(Body):
         self.phase = "header"
         self.body: list[str] = []
         self._views: dict[str, dict[str, Any]] = {}
-        self.all_ends = _tagged_ends(s.trailer.strip(_WS), self.stops.markers)
-        self._param_re = self._compile_param()
+        self.all_ends = _tagged_ends(s.trailer.strip(WS), self.stops.markers)
+        self._param_re, self._mid, self._post = _param_parts(s.param)
+        self._post_has_key = "{key}" in self._post
         self.coerce_issues: list[tuple[IssueCode, str]] = []
         # argument streaming: the undecided tail of the body, the parameter being read
         self._st_buf = ""
@@ -1083,12 +1068,8 @@ class TaggedBody(Body):
         self._st_attr: str | None = None
         self._st_schema: Any = None
         self._st_string = False      # the value streams as a JSON string as it arrives
-        self._st_sent = False        # ... and has begun to
-        self._st_first = True
         self._st_close: re.Pattern[str] | None = None
         self._st_lits: tuple[str, ...] = ()
-        self._st_frags: list[str] = []
-        self._st_done = False
         self._st_whole = False       # the body came complete at once and did not stream
         self._st_own_line = False    # the string value began on a line of its own
 
@@ -1102,23 +1083,11 @@ class TaggedBody(Body):
         if view is None:
             view = self._views[name] = normalized(self.schemas.get(name))
         return view
-    def take_args(self) -> str:
-        out = "".join(self._st_frags)
-        self._st_frags = []
-        return out
-
-    def args_closing(self) -> str:
-        if self.call_name is None or self._st_done:
-            return ""
-        return ('"' if self._st_sent else "") + "}"
-
-    def _member(self, key: str) -> str:
-        return ("" if self._st_first else ", ") + json.dumps(key, ensure_ascii=False) + ": "
 
     def _stream(self, chunk: str) -> None:
-        """Read parameters off the body as it arrives, with the rules of ``_parse_params``."""
+        """Read parameters off the body as it arrives, with the rules of ``_param_pairs``."""
         buf = self._st_buf + chunk
-        close_generic = self._post.strip(_WS)
+        close_generic = self._post.strip(WS)
         line_values = not close_generic and "\n" in self._post
         while True:
             if self._st_key is None:
@@ -1139,9 +1108,9 @@ class TaggedBody(Body):
                 close = close_generic.replace("{key}", key) if self._post_has_key else close_generic
                 self._st_close = _compiled_close(close, line_values)
                 # a value may end at its close or at the next parameter: both are held back whole
-                self._st_lits = tuple(x for x in (self.p_open, "" if line_values else close.strip(_WS)) if x)
+                self._st_lits = tuple(x for x in (self.p_open, "" if line_values else close.strip(WS)) if x)
                 self._st_key = key
-                self._st_sent = False
+                self._str_open = False
                 buf = buf[m.end():]
                 continue
             assert self._st_close is not None
@@ -1171,7 +1140,7 @@ class TaggedBody(Body):
 
     def _safe_end(self, buf: str) -> int:
         """Where the text that may still be trimmed or be part of a marker begins."""
-        k = len(buf.rstrip(_WS))
+        k = len(buf.rstrip(WS))
         while True:
             k0 = k
             for lit in self._st_lits:
@@ -1179,12 +1148,12 @@ class TaggedBody(Body):
                 if h >= 0:  # a whole marker not yet followed by what completes it
                     k = h
                 k = _lit_tail(lit, buf, max(0, k - _MAX_HEADER), k)
-            k = len(buf[:k].rstrip(_WS))
+            k = len(buf[:k].rstrip(WS))
             if k == k0:
                 return k
 
     def _key(self, m: re.Match[str]) -> str:
-        key = m.group("key").strip(_WS)
+        key = m.group("key").strip(WS)
         return _unescape_attr(key) if self._key_attr else key
 
     def _param_tail(self, buf: str) -> str:
@@ -1204,48 +1173,46 @@ class TaggedBody(Body):
         if k <= 0:
             return buf
         safe = buf[:k]
-        if not self._st_sent:
-            if self._st_schema is not None and safe.strip(_WS).lower() in ("", "n", "nu", "nul", "null"):
+        if not self._str_open:
+            if self._st_schema is not None and safe.strip(WS).lower() in ("", "n", "nu", "nul", "null"):
                 return buf  # may still be null, which a typed schema reads as None
-            lead = self._mid[len(self._mid.rstrip(_WS)):]
+            lead = self._mid[len(self._mid.rstrip(WS)):]
             cut = len(lead) if lead and buf.startswith(lead) else 1 if buf[:1] == "\n" else 0
             self._st_own_line = cut == 1 and not lead  # (``_trim_one``: then the last break goes too)
             if cut >= k:
                 return buf
-            self._st_frags.append(self._member(self._st_key or "") + '"')
-            self._st_sent = True
-            self._st_first = False
+            self._frags.append(self._member(self._st_key or "") + '"')
+            self._str_open = True
             safe = buf[cut:k]
-        self._st_frags.append(json.dumps(safe, ensure_ascii=False)[1:-1])
+        self._frags.append(json.dumps(safe, ensure_ascii=False)[1:-1])
         return buf[k:]
 
     def _end_value(self, raw: str, by_close: bool) -> None:
         key = self._st_key or ""
-        if self._st_sent:
+        if self._str_open:
             if by_close:
-                trail = self._post[: len(self._post) - len(self._post.lstrip(_WS))]
+                trail = self._post[: len(self._post) - len(self._post.lstrip(WS))]
                 if trail and raw.endswith(trail):
                     raw = raw[: -len(trail)]
                 elif (trail or self._st_own_line) and raw[-1:] == "\n":
                     raw = raw[:-1]
             else:
-                raw = raw.rstrip(_WS)
-            self._st_frags.append(json.dumps(raw, ensure_ascii=False)[1:-1] + '"')
+                raw = raw.rstrip(WS)
+            self._frags.append(json.dumps(raw, ensure_ascii=False)[1:-1] + '"')
         else:
             if by_close:
                 raw = _trim_one(raw, self._mid, self._post)
             else:
-                raw = _trim_one(raw.rstrip(_WS), self._mid, "")
+                raw = _trim_one(raw.rstrip(WS), self._mid, "")
             n = len(self.coerce_issues)
             value = self._typed(raw, self._st_schema, self._st_attr)
             del self.coerce_issues[n:]  # the final parse reports them
-            self._st_frags.append(self._member(key) + json.dumps(value, ensure_ascii=False))
-            self._st_first = False
+            self._frags.append(self._member(key) + json.dumps(value, ensure_ascii=False))
         self._st_key = None
-        self._st_sent = False
+        self._str_open = False
 
     def _stream_end(self, complete: bool) -> None:
-        if self.call_name is None or self._st_done:
+        if self.call_name is None or self._args_done:
             return
         if complete and self._st_key is not None:
             # no parameter can follow now: a close that waited on one ends the value, as the
@@ -1255,13 +1222,8 @@ class TaggedBody(Body):
                 self._end_value(self._st_buf[:cm.start()], by_close=True)
             else:
                 self._end_value(self._st_buf, by_close=False)
-        self._st_frags.append(self.args_closing())
-        self._st_done = True
-
-    def _compile_param(self) -> re.Pattern[str]:
-        rx, self._mid, self._post = _param_parts(self.spec.param)
-        self._post_has_key = "{key}" in self._post
-        return rx
+        self._frags.append(self.args_closing())
+        self._args_done = True
 
     def feed(self, text: str, pos: int, final: bool) -> tuple[Status, int]:
         whole = self.phase == "header"  # the call may be all in this text: then nothing streams
@@ -1276,10 +1238,10 @@ class TaggedBody(Body):
             pos = j
             if self.streaming:
                 self.call_name = slot
-                self._st_frags.append("{")
+                self._frags.append("{")
             if self.header.self_closed:  # no parameters, no trailer: the call is complete
                 if self.streaming:
-                    self._st_frags, self._st_done = [], True
+                    self._frags, self._args_done = [], True
                 return self._finish_body(pos=pos, complete=True)
         m, safe = self.all_ends.scan(text, pos, final)
         if m is None:
@@ -1291,8 +1253,8 @@ class TaggedBody(Body):
             return "more", safe
         self.body.append(text[pos:m.start])
         if self.streaming and whole:
-            self._st_frags = []   # complete at once: the machine sends the parsed arguments whole
-            self._st_done = self._st_whole = True
+            self._frags = []   # complete at once: the machine sends the parsed arguments whole
+            self._args_done = self._st_whole = True
         elif self.streaming:
             self._stream(text[pos:m.start])
             self._stream_end(complete=True)
@@ -1304,10 +1266,11 @@ class TaggedBody(Body):
         body = "".join(self.body)
         schema = self._view() if (self.name or "") in self.schemas else None
         try:
-            args, partial = self._parse_params(body, schema, complete)
+            pairs, partial = self._param_pairs(body, complete)
+            args = self._members(pairs, schema)
         except ValueError as e:
             if self._st_whole:  # announced, then refused: what pieces would have streamed, stream now
-                self._st_frags, self._st_done, self._st_whole = ["{"], False, False
+                self._frags, self._args_done, self._st_whole = ["{"], False, False
                 self._stream(body)
                 self._stream_end(complete=True)
             return self._reject(str(e), pos)
@@ -1325,14 +1288,11 @@ class TaggedBody(Body):
 
     spec_partial = False
 
-    def _parse_params(self, body: str, schema: Mapping[str, Any] | None,
-                      complete: bool) -> tuple[dict[str, Any], bool]:
+    def _members(self, pairs: list[tuple[str, str, str | None]], schema: Mapping[str, Any] | None) -> dict[str, Any]:
+        """Parameters as the members of an object, typed by ``schema``'s properties."""
         props = (schema or {}).get("properties") or {}
-        pairs, partial = self._param_pairs(body, complete)
-        args: dict[str, Any] = {}
-        for key, raw, string_attr in pairs:
-            args[key] = self._typed(raw, props.get(key) if isinstance(props, Mapping) else None, string_attr)
-        return args, partial
+        return {key: self._typed(raw, props.get(key) if isinstance(props, Mapping) else None, attr)
+                for key, raw, attr in pairs}
 
     def _param_pairs(self, body: str, complete: bool) -> tuple[list[tuple[str, str, str | None]], bool]:
         """The parameters of a body in order, as (key, raw value, string attribute), and whether
@@ -1341,16 +1301,16 @@ class TaggedBody(Body):
         out: list[tuple[str, str, str | None]] = []
         i = 0
         partial = False
-        close_generic = self._post.strip(_WS)
+        close_generic = self._post.strip(WS)
         line_values = not close_generic and "\n" in self._post  # key: value lines
         while True:
             m = self._param_re.search(body, i)
             if m is None:
-                junk = body[i:].strip(_WS)
+                junk = body[i:].strip(WS)
                 if junk and not out and i == 0:
                     raise ValueError("call body has no parameters: " + junk[:40])
                 break
-            if body[i:m.start()].strip(_WS) and not out:
+            if body[i:m.start()].strip(WS) and not out:
                 raise ValueError("text before the first parameter")
             key = self._key(m)
             vstart = m.end()
@@ -1370,7 +1330,7 @@ class TaggedBody(Body):
                 terminated = nxt is not None or complete
                 if terminated and self._post_has_key and _any_close(close_generic).search(raw):
                     raise ValueError(f"parameter {key!r} is closed by another key's tag")
-                raw = raw.rstrip(_WS) if terminated else _trim_one(raw, self._mid, "")
+                raw = raw.rstrip(WS) if terminated else _trim_one(raw, self._mid, "")
                 raw = _trim_one(raw, self._mid, "") if terminated else raw
                 i = end
                 if not terminated:
@@ -1411,9 +1371,7 @@ class TaggedBody(Body):
         except ValueError:
             return None
         if "object" in types and not ("array" in types and len({k for k, _, _ in pairs}) < len(pairs)):
-            props = schema.get("properties") or {}
-            return ({key: self._typed(v, props.get(key) if isinstance(props, Mapping) else None, attr)
-                     for key, v, attr in pairs},)
+            return (self._members(pairs, schema),)
         items = schema.get("items")
         return ([self._typed(v, items if isinstance(items, Mapping) else None, attr) for _, v, attr in pairs],)
 
@@ -1443,9 +1401,7 @@ class PythonicBody(Body):
         if self.spec.array == "never":
             return self._feed_lines(text, pos, final)
         if self.scanner is None:
-            i = pos
-            while i < len(text) and text[i] in _WS:
-                i += 1
+            i = skip_ws(text, pos)
             head = self.head + text[i:]
             if not head:
                 if final:
@@ -1491,9 +1447,6 @@ class PythonicBody(Body):
             return self._reject(str(e), j)
         return "done", j
 
-    def args_closing(self) -> str:
-        return self._list_closing()
-
     def _start_list(self) -> None:
         """Each call of the list streams through its own transcoder, ended at its ``)``."""
         def finish(raw: str) -> ParsedCall | None:
@@ -1512,9 +1465,9 @@ class PythonicBody(Body):
         m, safe = self.stops.scan(text, pos, final)
         end = m.start if m is not None else safe
         self.head += text[pos:end]
-        if not self.named and self.head.strip(_WS):
+        if not self.named and self.head.strip(WS):
             # read on the text so far, whatever its chunks: a name, then its parenthesis
-            line = _PY_LINE.match(self.head.lstrip(_WS))
+            line = _PY_LINE.match(self.head.lstrip(WS))
             if line is None:
                 return self._reject("not a pythonic call", pos)
             self.named = line.group().endswith("(")
@@ -1560,11 +1513,11 @@ def _top_level_lines_joined(raw: str) -> str:
         elif c in ")]}":
             depth -= 1
         elif c == "\n" and depth == 0:
-            prev = "".join(out).rstrip(_WS)
-            c = "," if prev and not prev.endswith(",") and raw[i:].strip(_WS) else " "
+            prev = "".join(out).rstrip(WS)
+            c = "," if prev and not prev.endswith(",") and raw[i:].strip(WS) else " "
         out.append(c)
         i += 1
-    return "".join(out).strip(_WS).rstrip(",")
+    return "".join(out).strip(WS).rstrip(",")
 
 
 _KINDS: dict[str, type[Body]] = {

@@ -34,7 +34,7 @@ from ..profile import Profile
 from .argstream import JsonArgStream
 from .codecs import ParsedCall
 from .issues import IssueCode
-from .markers import Kind, MarkerSet, Match
+from .markers import WS, Kind, MarkerSet, Match, skip_ws
 from .output import CallStream, Output
 from .pending import Pending
 from .scanner import BalancedScanner
@@ -42,7 +42,6 @@ from .states import TRANSITIONS, Act, Mode
 
 __all__ = ["MAX_HEADER", "Harmony", "HarmonyMarkers"]
 
-_WS = " \t\r\n"
 #: a header longer than this never reached its message marker: abandoned
 MAX_HEADER = 1024
 CONTENT, H_CALL, H_AFTER = Mode.content, Mode.h_call, Mode.h_after
@@ -116,8 +115,8 @@ class Harmony:
             self.prompt_header = False
             text = self._pending.take_header()
             self._out.write_content(text, pos - len(text))
-            return CONTENT
-        self._out.issue(IssueCode.invalid_header, "message header never reached its message marker", pos)
+        else:
+            self._out.issue(IssueCode.invalid_header, "message header never reached its message marker", pos)
         return CONTENT
 
     def _header(self, w: str, i: int, final: bool) -> tuple[int, Mode]:
@@ -133,7 +132,7 @@ class Harmony:
         step = _ON_HEADER[m.kind]
         if step.act is Act.channel:
             text = pending.header()
-            if self.prompt_header and text.strip(_WS) and h.recipient_prefix not in text:
+            if self.prompt_header and text.strip(WS) and h.recipient_prefix not in text:
                 # the prompt opened a header, but this is prose before the first real one
                 prose = pending.take_header()
                 self._out.write_content(prose, self._at(m.start) - len(prose))
@@ -181,9 +180,7 @@ class Harmony:
     def _call(self, w: str, i: int, final: bool) -> tuple[int, Mode]:
         out = self._out
         if self.scanner is None:
-            k = i
-            while k < len(w) and w[k] in _WS:
-                k += 1
+            k = skip_ws(w, i)
             if k == len(w):
                 if final:
                     out.truncated = True
@@ -238,9 +235,7 @@ class Harmony:
         return j, H_AFTER
 
     def _after(self, w: str, i: int, final: bool) -> tuple[int, Mode]:
-        k = i
-        while k < len(w) and w[k] in _WS:
-            k += 1
+        k = skip_ws(w, i)
         if k == len(w):
             return k, (CONTENT if final else H_AFTER)
         r = self._ms.after.match_at(w, k, final)

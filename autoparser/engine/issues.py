@@ -38,71 +38,44 @@ class IssueCode(str, Enum):
     unknown_tool = "unknown_tool"
 
 
-_MEANING: dict[IssueCode, str] = {
-    IssueCode.call_in_reasoning: (
-        "a tool-call marker inside an open reasoning block (deferred, "
-        "ended the block, or kept as reasoning per policy)"
-    ),
-    IssueCode.coercion_fallback: "a tagged parameter value did not fit its schema type; the raw string was kept",
-    IssueCode.double_encoded_arguments: "arguments were a JSON string holding JSON; decoded",
-    IssueCode.invalid_call: (
-        "a call body that is not a call (kept as content "
-        "or dropped per profile), or malformed after it was announced (status `invalid`)"
-    ),
-    IssueCode.invalid_header: "a Harmony message header that never reached its message marker",
-    IssueCode.lookalike_marker: (
-        "token mode: a marker's text arrived as ordinary text, not as its special token; kept as "
-        "text (or accepted as the marker, per policy)"
-    ),
-    IssueCode.noncharacter: "token mode: a Unicode noncharacter in the output was replaced by U+FFFD",
-    IssueCode.missing_end_marker: "a call or section was not closed; recovered at the next marker or the end",
-    IssueCode.partial_value: "the last tagged parameter value was cut off and surfaced as is (status `truncated`)",
-    IssueCode.repaired_arguments: "closing brackets were missing before the end marker; added (status `repaired`)",
-    IssueCode.schema_mismatch: "arguments do not match the tool's JSON schema (status `invalid`)",
-    IssueCode.schema_unusable: (
-        "a tool schema the validator cannot use (invalid, or a remote `$ref`): reported once per "
-        "tool; its calls are not blocked"
-    ),
-    IssueCode.stream_mismatch: (
-        "the complete body parsed to other arguments than "
-        "were streamed; the streamed ones were kept (status `repaired`)"
-    ),
-    IssueCode.text_after_call: (
-        "visible text after a tool call, dropped (`text_after_call=\"drop\"`; kept as content it is no issue)"
-    ),
-    IssueCode.truncated_call: (
-        "the output ended inside a call: kept as "
-        "content/dropped (fail-closed) or a call with status `truncated` (streaming)"
-    ),
-    IssueCode.unclosed_reasoning: "the output ended inside a reasoning block",
-    IssueCode.unknown_tool: "a call to a tool that is not in the request (`known=False`)",
+#: each situation: the ``Policy`` field that says what happens in it (``"raise"``: a ``ParseError``),
+#: and what it means
+_TABLE: dict[IssueCode, tuple[str, str]] = {
+    IssueCode.call_in_reasoning: ("call_in_reasoning", "a tool-call marker inside an open reasoning block (deferred, "
+        "ended the block, or kept as reasoning per policy)"),
+    IssueCode.coercion_fallback: ("malformed_arguments", "a tagged parameter value did not fit its schema type; the "
+        "raw string was kept"),
+    IssueCode.double_encoded_arguments: ("malformed_arguments", "arguments were a JSON string holding JSON; decoded"),
+    IssueCode.invalid_call: ("malformed_arguments", "a call body that is not a call (kept as content or dropped per "
+        "profile), or malformed after it was announced (status `invalid`)"),
+    IssueCode.invalid_header: ("malformed_arguments", "a Harmony message header that never reached its message marker"),
+    IssueCode.lookalike_marker: ("lookalike_marker", "token mode: a marker's text arrived as ordinary text, not as "
+        "its special token; kept as text (or accepted as the marker, per policy)"),
+    IssueCode.missing_end_marker: ("malformed_arguments", "a call or section was not closed; recovered at the next "
+        "marker or the end"),
+    IssueCode.noncharacter: ("malformed_arguments", "token mode: a Unicode noncharacter in the output was replaced by "
+        "U+FFFD"),
+    IssueCode.partial_value: ("truncated_call", "the last tagged parameter value was cut off and surfaced as is "
+        "(status `truncated`)"),
+    IssueCode.repaired_arguments: ("malformed_arguments", "closing brackets were missing before the end marker; added "
+        "(status `repaired`)"),
+    IssueCode.schema_mismatch: ("schema_mismatch", "arguments do not match the tool's JSON schema (status `invalid`)"),
+    IssueCode.schema_unusable: ("schema_mismatch", "a tool schema the validator cannot use (invalid, or a remote "
+        "`$ref`): reported once per tool; its calls are not blocked"),
+    IssueCode.stream_mismatch: ("malformed_arguments", "the complete body parsed to other arguments than were "
+        "streamed; the streamed ones were kept (status `repaired`)"),
+    IssueCode.text_after_call: ("text_after_call", "visible text after a tool call, dropped "
+        "(`text_after_call=\"drop\"`; kept as content it is no issue)"),
+    IssueCode.truncated_call: ("truncated_call", "the output ended inside a call: kept as content/dropped "
+        "(fail-closed) or a call with status `truncated` (streaming)"),
+    IssueCode.unclosed_reasoning: ("unclosed_reasoning", "the output ended inside a reasoning block"),
+    IssueCode.unknown_tool: ("unknown_tool", "a call to a tool that is not in the request (`known=False`)"),
 }
-
-
-#: the ``Policy`` field that says what happens in each situation (``"raise"``: a ``ParseError``)
-GOVERNED_BY: dict[IssueCode, str] = {
-    IssueCode.call_in_reasoning: "call_in_reasoning",
-    IssueCode.coercion_fallback: "malformed_arguments",
-    IssueCode.double_encoded_arguments: "malformed_arguments",
-    IssueCode.invalid_call: "malformed_arguments",
-    IssueCode.invalid_header: "malformed_arguments",
-    IssueCode.lookalike_marker: "lookalike_marker",
-    IssueCode.missing_end_marker: "malformed_arguments",
-    IssueCode.noncharacter: "malformed_arguments",
-    IssueCode.partial_value: "truncated_call",
-    IssueCode.repaired_arguments: "malformed_arguments",
-    IssueCode.schema_mismatch: "schema_mismatch",
-    IssueCode.schema_unusable: "schema_mismatch",
-    IssueCode.stream_mismatch: "malformed_arguments",
-    IssueCode.text_after_call: "text_after_call",
-    IssueCode.truncated_call: "truncated_call",
-    IssueCode.unclosed_reasoning: "unclosed_reasoning",
-    IssueCode.unknown_tool: "unknown_tool",
-}
+GOVERNED_BY: dict[IssueCode, str] = {code: field for code, (field, _) in _TABLE.items()}
 
 
 def issue_table() -> str:
     """The markdown table of issue codes, as docs/engine.md carries it."""
     rows = ["| code | meaning | raises when `Policy.…` is `\"raise\"` |", "|---|---|---|"]
-    rows += [f"| `{code.value}` | {_MEANING[code]} | `{GOVERNED_BY[code]}` |" for code in IssueCode]
+    rows += [f"| `{code.value}` | {_TABLE[code][1]} | `{_TABLE[code][0]}` |" for code in IssueCode]
     return "\n".join(rows) + "\n"

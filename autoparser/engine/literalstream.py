@@ -31,6 +31,7 @@ from functools import lru_cache
 
 from ..wire import is_call_name
 from . import values
+from .markers import tail_prefix
 
 __all__ = ["PythonicCallStream", "RelaxedArgStream"]
 
@@ -93,6 +94,32 @@ class _MemberStream:
         self._in_str = False        # a string value is open in what was sent
         self._held = ""
         self._state = ""
+        self._key = ""
+        self._msep = ","            # what separates members
+        # a held value: nesting depth, an escape pending in its string, where its scan goes on
+        self._vdepth = 0
+        self._vesc = False
+        self._vscan = 0
+
+    def feed(self, text: str, start: int = 0) -> int:
+        """Read ``text[start:]``; returns where the call (or object) ended, else ``len(text)``."""
+        if self.dead or self.complete:
+            return start
+        old = len(self._held)
+        w = self._held + text[start:] if old else text[start:]
+        self._held = ""
+        i = self._run_states(w)
+        if self.dead:
+            return len(text)
+        if self.complete:
+            return start + i - old
+        self._held = w[i:]
+        if self._state == "value_held":
+            self._vscan -= i
+        return len(text)
+
+    def _run_states(self, w: str) -> int:  # pragma: no cover - each transcoder has its own
+        raise NotImplementedError
 
     @property
     def finished(self) -> bool:
@@ -130,16 +157,28 @@ class _MemberStream:
     def _value(self, key: str, value: object) -> None:
         self.fragments.append(self._member(key) + json.dumps(value, ensure_ascii=False))
 
-    def _comma(self) -> None:
-        self._pending = ", "
-
     def _close(self) -> None:
         self._pending = ""
         self.fragments.append("}")
         self.complete = True
 
-    def _die(self) -> None:
-        self.dead = True
+    def _parse_held(self, text: str) -> object:  # pragma: no cover - each transcoder has its own
+        raise NotImplementedError
+
+    def _end_held(self, w: str, start: int, k: int) -> int:
+        """A held value ended at ``w[k]`` (a separator or the closing bracket): parse and send it."""
+        try:
+            value = self._parse_held(w[start:k])
+        except ValueError:
+            self.dead = True
+            return len(w)
+        self._value(self._key, value)
+        if w.startswith(self._msep, k):
+            self._pending = ", "
+            self._state = "key"
+            return k + len(self._msep)
+        self._close()
+        return k + 1
 
 
 class PythonicCallStream(_MemberStream):
@@ -150,36 +189,17 @@ class PythonicCallStream(_MemberStream):
         self._name_ok = name_ok
         self._state = "name"
         self._tok = ""
-        self._key = ""
         self._quote = ""
         self._triple = False
         self._raw = False
         self._cont = False          # a string continued by implicit concatenation
         self._run: re.Pattern[str] | None = None
-        # a held value: nesting depth and string state while scanning it
-        self._vdepth = 0
-        self._vscan = 0
+        # a held value's open string while scanning it
         self._vq = ""
         self._vtriple = False
-        self._vesc = False
 
-    def feed(self, text: str, start: int = 0) -> int:
-        if self.dead or self.complete:
-            return start
-        old = len(self._held)
-        w = self._held + text[start:] if old else text[start:]
-        self._held = ""
-        i = self._run_states(w, 0)
-        if self.dead:
-            return len(text)
-        if self.complete:
-            return start + i - old
-        self._held = w[i:]
-        if self._state == "value_held":
-            self._vscan -= i
-        return len(text)
-
-    def _run_states(self, w: str, i: int) -> int:
+    def _run_states(self, w: str) -> int:
+        i = 0
         n = len(w)
         while i < n and not self.dead and not self.complete:
             st = self._state
@@ -208,7 +228,7 @@ class PythonicCallStream(_MemberStream):
                 continue
             if st == "name_end":
                 if c != "(" or not is_call_name(self._tok) or not self._name_ok(self._tok):
-                    self._die()
+                    self.dead = True
                     return n
                 self.name = self._tok
                 self._open()
@@ -220,7 +240,7 @@ class PythonicCallStream(_MemberStream):
                     return i + 1
                 m = _WORD.match(w, i)
                 if m is None or c.isdigit():
-                    self._die()
+                    self.dead = True
                     return n
                 if m.end() == n:
                     return i  # the key may go on
@@ -229,19 +249,14 @@ class PythonicCallStream(_MemberStream):
                 i = m.end()
             elif st == "eq":
                 if c != "=":
-                    self._die()
+                    self.dead = True
                     return n
                 self._state = "value"
                 i += 1
-            elif st == "value":
-                k = self._value_start(w, i)
+            elif st in ("value", "quotes"):
+                k = self._value_start(w, i) if st == "value" else self._quotes(w, i)
                 if k < 0:
-                    return i
-                i = k
-            elif st == "quotes":
-                k = self._quotes(w, i)
-                if k < 0:
-                    return i
+                    return i  # the next character says which
                 i = k
             elif st == "after_str":
                 if c in "'\"":
@@ -249,7 +264,7 @@ class PythonicCallStream(_MemberStream):
                     self._state = "quotes"
                 elif c == ",":
                     self._end_string()
-                    self._comma()
+                    self._pending = ", "
                     self._state = "key"
                     i += 1
                 elif c == ")":
@@ -257,10 +272,10 @@ class PythonicCallStream(_MemberStream):
                     self._close()
                     return i + 1
                 else:
-                    self._die()
+                    self.dead = True
                     return n
             else:  # pragma: no cover - every state is handled above
-                self._die()
+                self.dead = True
         return i
 
     def _value_start(self, w: str, i: int) -> int:
@@ -280,7 +295,7 @@ class PythonicCallStream(_MemberStream):
                 self._state = "quotes"
                 return m.end()
         if c == "=":
-            self._die()
+            self.dead = True
             return len(w)
         self._state = "value_held"
         self._vdepth, self._vq, self._vtriple, self._vesc, self._vscan = 0, "", False, False, i
@@ -335,11 +350,11 @@ class PythonicCallStream(_MemberStream):
             try:
                 self.fragments.append(_json_text(_py_unescape(w[i:i + k])))
             except ValueError:
-                self._die()
+                self.dead = True
                 return len(w)
             return i + k
         if c == "\n":  # a line break inside a one-line string: not Python
-            self._die()
+            self.dead = True
             return len(w)
         # the quote character
         if not self._triple:
@@ -392,7 +407,7 @@ class PythonicCallStream(_MemberStream):
             elif c in ")]}":
                 if self._vdepth == 0:
                     if c != ")":
-                        self._die()
+                        self.dead = True
                         return n
                     return self._end_held(w, start, k)
                 self._vdepth -= 1
@@ -402,19 +417,7 @@ class PythonicCallStream(_MemberStream):
         self._vscan = k  # not complete: the value stays held; only what is new is scanned next
         return -1
 
-    def _end_held(self, w: str, start: int, k: int) -> int:
-        try:
-            value = values.parse_python_literal(w[start:k])
-        except ValueError:
-            self._die()
-            return len(w)
-        self._value(self._key, value)
-        if w[k] == ",":
-            self._comma()
-            self._state = "key"
-            return k + 1
-        self._close()
-        return k + 1
+    _parse_held = staticmethod(values.parse_python_literal)
 
 
 @lru_cache(maxsize=16)
@@ -434,29 +437,8 @@ class RelaxedArgStream(_MemberStream):
         self._bare_key = _BARE_KEY if seps == (":", ",") else values.bare_key_re(seps)
         self._opens = tuple(a for a, _ in self._delims)
         self._state = "open"
-        self._key = ""
         self._closer = ""
-        # a held value: depth, open string (its closer, or '"' with escapes) and scan position
-        self._vdepth = 0
-        self._vclose = ""
-        self._vesc = False
-        self._vscan = 0
-
-    def feed(self, text: str, start: int = 0) -> int:
-        if self.dead or self.complete:
-            return start
-        old = len(self._held)
-        w = self._held + text[start:] if old else text[start:]
-        self._held = ""
-        i = self._run_states(w)
-        if self.dead:
-            return len(text)
-        if self.complete:
-            return start + i - old
-        self._held = w[i:]
-        if self._state == "value_held":
-            self._vscan -= i
-        return len(text)
+        self._vclose = ""           # a held value's open string: its closer, or '"' with escapes
 
     def _delim_at(self, w: str, i: int) -> tuple[str, str] | bool | None:
         """The delimiter pair opening at ``w[i]``; True if ``w[i:]`` may still become one."""
@@ -483,14 +465,7 @@ class RelaxedArgStream(_MemberStream):
                     self._state = "after"
                     i = k + len(self._closer)
                     continue
-                # keep back what may be the start of the closing delimiter
-                cl = self._closer
-                h = n
-                if w.find(cl[0], max(i, n - len(cl) + 1)) >= 0:
-                    for m in range(min(len(cl) - 1, n - i), 0, -1):
-                        if cl.startswith(w[n - m:]):
-                            h = n - m
-                            break
+                h = tail_prefix(w, self._closer, i)  # what may be the start of the closing delimiter
                 if h > i:
                     self.fragments.append(_json_text(w[i:h]))
                 return h
@@ -505,7 +480,7 @@ class RelaxedArgStream(_MemberStream):
                 continue
             if st == "open":
                 if c != "{":
-                    self._die()
+                    self.dead = True
                     return n
                 self._open()
                 self._state = "key_or_end"
@@ -523,7 +498,7 @@ class RelaxedArgStream(_MemberStream):
                 if got is None:
                     return i
                 if not got:
-                    self._die()
+                    self.dead = True
                     return n
                 self._state = "value"
                 i += len(self._kvsep)
@@ -544,17 +519,17 @@ class RelaxedArgStream(_MemberStream):
                 if got is None:
                     return i
                 if got:
-                    self._comma()
+                    self._pending = ", "
                     self._state = "key"
                     i += len(self._msep)
                 elif c == "}":
                     self._close()
                     return i + 1
                 else:
-                    self._die()
+                    self.dead = True
                     return n
             else:  # pragma: no cover
-                self._die()
+                self.dead = True
         return i
 
     def _read_key(self, w: str, i: int) -> int:
@@ -574,13 +549,13 @@ class RelaxedArgStream(_MemberStream):
             try:
                 key = str(json.loads(m.group(), strict=False))
             except ValueError:
-                self._die()
+                self.dead = True
                 return len(w)
             end = m.end()
         else:
             m = self._bare_key.match(w, i)
             if m is None:
-                self._die()
+                self.dead = True
                 return len(w)
             if m.end() == len(w):
                 return -1
@@ -626,7 +601,7 @@ class RelaxedArgStream(_MemberStream):
             elif c in "}]":
                 if self._vdepth == 0:
                     if c != "}":
-                        self._die()
+                        self.dead = True
                         return n
                     return self._end_held(w, i, k)
                 self._vdepth -= 1
@@ -647,16 +622,5 @@ class RelaxedArgStream(_MemberStream):
             return True
         return None if len(w) - i < len(sep) and sep.startswith(w[i:]) else False
 
-    def _end_held(self, w: str, start: int, k: int) -> int:
-        try:
-            value = values.parse_relaxed_object(w[start:k].strip(_WS), self._delims, self._seps)
-        except ValueError:
-            self._die()
-            return len(w)
-        self._value(self._key, value)
-        if w.startswith(self._msep, k):
-            self._comma()
-            self._state = "key"
-            return k + len(self._msep)
-        self._close()
-        return k + 1
+    def _parse_held(self, text: str) -> object:
+        return values.parse_relaxed_object(text.strip(_WS), self._delims, self._seps)

@@ -35,7 +35,7 @@ consumed or read again). A handler that cannot decide returns the same index and
 becomes the carry. A handler that discovers that text it consumed was not what it looked like
 (a rejected tool call) pushes that text back (``_push``) to be read again as content. ``close()``
 runs the handlers once more with ``final=True`` so that everything pending is decided, then
-applies ``AT_END`` (``_end_of_stream``).
+applies ``AT_END`` (``_end_step``).
 
 Who holds which text, and what bounds it: ``Pending`` holds the carry (the longest marker, or
 the call being read), the undecided or deferred text (one reasoning block) and a Harmony header
@@ -57,7 +57,7 @@ from ..wire import read_tools
 from .codecs import _STREAM_AFTER, Body, JsonBody, head_name, make_body
 from .harmony import Harmony, HarmonyMarkers
 from .issues import IssueCode
-from .markers import Kind, MarkerSet, Match
+from .markers import Kind, MarkerSet, Match, skip_ws
 from .output import CallStream, Output
 from .pending import Pending
 from .states import AT_END, IN_REGION, TRANSITIONS, Act, Mode, Spot, Step
@@ -80,11 +80,7 @@ _IN_BETWEEN, _IN_AFTER = IN_REGION[BETWEEN], IN_REGION[AFTER]
 _HANDLER_NAMES = tuple((m, "_m_" + m.value) for m in Mode if m not in (H_HEADER, H_BODY, H_CALL, H_AFTER))
 
 
-_WS = " \t\r\n"
 _DECODE = json.JSONDecoder().raw_decode
-#: a call's text held whole (``_whole_call``) while its body is this short: the length after which
-#: a body's arguments stream anyway
-_HOLD = _STREAM_AFTER
 
 
 class _Compiled:
@@ -114,9 +110,8 @@ class _Compiled:
         self.start_on = MarkerSet(base + r_open + look_start) if look_start else self.content_on
         self.start_off = MarkerSet(base + look_start) if look_start else self.content_off
         self.undecided = MarkerSet(base + r_open + r_close)
-        self.reasoning = MarkerSet(r_close + [(m, Kind.strip) for m in (r.open if r else ())] + strip
-                                   + openers)
         r_open_strip = [(m, Kind.strip) for m in (r.open if r else ())]
+        self.reasoning = MarkerSet(r_close + r_open_strip + strip + openers)
         self.reasoning_closed_only = MarkerSet(r_close + r_open_strip + strip)
         self.defer = MarkerSet(r_close)
         self.whole_calls = False
@@ -124,24 +119,18 @@ class _Compiled:
         self.plain_close = ""
         self.at_start_of_carry: dict[str, Match] = {}
         if t is not None:
-            self.body_stops = MarkerSet([(m, Kind.c_close) for m in t.call_close]
-                                        + [(m, Kind.s_close) for m in t.section_close])
-            self.header_stops = tuple(t.section_open)
+            c_close = [(m, Kind.c_close) for m in t.call_close]
+            s_close = [(m, Kind.s_close) for m in t.section_close]
+            s_open = [(m, Kind.s_open) for m in t.section_open]
             eot = [(m, Kind.eot) for m in p.strip]
+            c_open = [(m, Kind.c_open) for m in t.call_open]
+            sep = [(m, Kind.sep) for m in t.separators]
+            self.body_stops = MarkerSet(c_close + s_close)
+            self.header_stops = tuple(t.section_open)
             # right after a call nothing but calls has been written, so what may start the output
             # (a bare JSON call) may start the next call too
-            self.between = MarkerSet([(m, Kind.s_close) for m in t.section_close]
-                                     + [(m, Kind.s_open) for m in t.section_open] + eot
-                                     + [(m, Kind.c_open) for m in t.call_open]
-                                     + [(m, Kind.c_close) for m in t.call_close]
-                                     + [(m, Kind.sep) for m in t.separators]
-                                     + look + look_start)
-            self.after = MarkerSet([(m, Kind.c_close) for m in t.call_close]
-                                   + [(m, Kind.s_close) for m in t.section_close]
-                                   + [(m, Kind.s_open) for m in t.section_open] + eot
-                                   + [(m, Kind.c_open) for m in t.call_open]
-                                   + [(m, Kind.sep) for m in t.separators]
-                                   + look + look_start)
+            self.between = MarkerSet(s_close + s_open + eot + c_open + c_close + sep + look + look_start)
+            self.after = MarkerSet(c_close + s_close + s_open + eot + c_open + sep + look + look_start)
             # complete calls found whole in the working text take one short path (``_whole_call``)
             self.whole_calls = (t.codec.kind == "json" and t.codec.flavor == "json" and t.alt_codec is None
                                 and bool(t.call_close))
@@ -256,7 +245,7 @@ class Parser:
         self._closed = True
         self._run("", final=True)
         while True:
-            push = self._end_of_stream()
+            push = self._end_step(AT_END[self._mode])
             if push is None:
                 break
             self._run(push, final=True)
@@ -264,11 +253,6 @@ class Parser:
 
     def result(self) -> Result:
         return self._out.result(self._stream)
-
-    @property
-    def _carry(self) -> str:
-        """The unread tail held between feeds (``Pending.carry``; tests read it by this name)."""
-        return self._pending.carry
 
     # -- the loop -------------------------------------------------------------------------------
     def _run(self, text: str, final: bool) -> None:
@@ -342,9 +326,7 @@ class Parser:
     def _m_content(self, w: str, i: int, final: bool) -> int:
         out = self._out
         if self._at_start and not (out.reasoning or out.index):
-            k = i
-            while k < len(w) and w[k] in _WS:
-                k += 1
+            k = skip_ws(w, i)
             if k == len(w) and not final:
                 out.write_content(w[i:k], self._at(i))
                 return k
@@ -373,8 +355,11 @@ class Parser:
         next mode reads on from (after the marker, or at it if the next mode reads it again)."""
         act = step.act
         if act is not _NONE:
-            if act is Act.open_reasoning:
-                self._open_reasoning()
+            if act is Act.open_reasoning:  # joined to the block before it
+                r = self.profile.reasoning
+                if r is not None and r.join and self._out.reasoning and self._r_blocks:
+                    self._out.write_reasoning(r.join)
+                self._r_blocks += 1
             elif act is Act.region:
                 self._enter_region(m.kind, m)
             elif act is Act.header:
@@ -392,12 +377,6 @@ class Parser:
         if step.then is WHOLE:
             self._call_at = m  # (the whole state reads on from this marker: no second search)
         return m.end if step.eat else m.start
-
-    def _open_reasoning(self) -> None:
-        r = self.profile.reasoning
-        if r is not None and r.join and self._out.reasoning and self._r_blocks:
-            self._out.write_reasoning(r.join)
-        self._r_blocks += 1
 
     def _m_undecided(self, w: str, i: int, final: bool) -> int:
         m, safe = self._c.undecided.scan(w, i, final)
@@ -449,12 +428,9 @@ class Parser:
         # the block closed: what looked like a call was part of the reasoning
         return self._take(_ON_DEFER[m.kind], m)
 
-    def _end_of_stream(self) -> str | None:
-        """End-of-stream rules for the mode the text ended in (``AT_END``); may return text to
-        read again."""
-        return self._end_step(AT_END[self._mode])
-
     def _end_step(self, step: Step) -> str | None:
+        """An end-of-stream rule (``AT_END``) of the mode the text ended in; may return text to read
+        again."""
         act = step.act
         if act is Act.reread_held:
             text = self._pending.take_held()
@@ -506,20 +482,18 @@ class Parser:
         finds its end where the body's own fast path does, and the same extraction reads it), and
         the end marker follows it (without one, the region's after state reads what follows). It
         emits exactly what the region path would emit, in the same chunk. A body not complete
-        yet is held, marker and all (returns ``m.start``: the loop keeps it as the carry), while it
-        is short (``_HOLD`` characters after the marker), and its name announced once its head is
-        complete (streaming), as the body's short phase announces it; its arguments are sent whole
-        when it ends, as for a short body (``codecs._STREAM_AFTER``). So a short call costs one
-        decode however it is chunked. Anything else (None: a body that is not a call, an array of
-        calls, a long body, the end of the stream) is the region's, which reads the same text, a
-        call announced while held staying announced. ``tests/test_fast_paths.py`` feeds both
-        paths the same inputs and compares the events; the fuzzer compares chunkings.
+        yet is held, marker and all (returns ``m.start``: the loop keeps it as the carry), while
+        it is short (``_STREAM_AFTER`` characters after the marker), its name announced once its
+        head is complete (streaming) and its arguments sent whole when it ends, as for a short
+        body: a short call costs one decode however it is chunked. Anything else (None: a body
+        that is not a call, an array of calls, a long body, the end of the stream) is the
+        region's, which reads the same text, a call announced while held staying announced.
+        ``tests/test_fast_paths.py`` feeds both paths the same inputs and compares the events; the
+        fuzzer compares chunkings.
         """
         n = len(w)
-        k = m.end
-        while k < n and w[k] in _WS:
-            k += 1
-        hold = not final and n - m.end <= _HOLD
+        k = skip_ws(w, m.end)
+        hold = not final and n - m.end <= _STREAM_AFTER
         if k == n:
             return m.start if hold else None
         # one object (an array of calls goes to the region path, which streams it call by call)
@@ -551,9 +525,7 @@ class Parser:
                 out.end_streamed(held, c, pos, None)
             else:
                 out.emit_call(c, pos)
-        e = j
-        while e < n and w[e] in _WS:
-            e += 1
+        e = skip_ws(w, j)
         close = self._c.plain_close
         self._mode = CONTENT
         if close and w.startswith(close, e):  # what ``after.match_at`` finds there, without a Match
@@ -605,10 +577,7 @@ class Parser:
         return self._region_after(rg, w, i, final)
 
     def _skip_ws(self, rg: _Region, w: str, i: int) -> int:
-        k = i
-        n = len(w)
-        while k < n and w[k] in _WS:
-            k += 1
+        k = skip_ws(w, i)
         if k > i:
             rg.raw.append(w[i:k])
         return k
@@ -673,9 +642,7 @@ class Parser:
         t = self.profile.tools
         assert t is not None
         if rg.body is None:
-            k = i
-            while k < len(w) and w[k] in _WS:
-                k += 1
+            k = skip_ws(w, i)
             if k == len(w) and not final:
                 return i
             spec = t.codec
@@ -804,8 +771,7 @@ class Parser:
         out.issue(IssueCode.truncated_call if truncated else IssueCode.invalid_call,
                   f"{reason}; its text was {'dropped' if recovery == 'drop' else 'kept as content'}", rg.start)
         raw = "".join(rg.raw)
-        self._region = None
-        self._mode = CONTENT
+        self._end_region()
         if rg.via is Kind.look:
             if truncated and recovery == "drop":
                 return len(w)  # (at the end: the rest of the output is the cut-off call)

@@ -13,7 +13,28 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import Enum
 
-__all__ = ["Kind", "MarkerSet", "Match"]
+__all__ = ["WS", "Kind", "MarkerSet", "Match", "skip_ws", "tail_prefix"]
+
+#: the engine's whitespace (never Unicode's wider ``\s``)
+WS = " \t\r\n"
+
+
+def skip_ws(text: str, i: int, end: int | None = None) -> int:
+    """The first index from ``i`` (before ``end``, default the text's end) that is not whitespace."""
+    n = len(text) if end is None else end
+    while i < n and text[i] in WS:
+        i += 1
+    return i
+
+
+def tail_prefix(text: str, lit: str, lo: int) -> int:
+    """Where the longest end of ``text[lo:]`` that is a proper prefix of ``lit`` starts (the text
+    to hold back while ``lit`` may still complete); ``len(text)`` when there is none."""
+    n = len(text)
+    for k in range(min(len(lit) - 1, n - lo), 0, -1):
+        if lit.startswith(text[n - k:]):
+            return n - k
+    return n
 
 
 class Kind(Enum):

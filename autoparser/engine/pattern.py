@@ -44,12 +44,12 @@ from ..profile import CodecSpec, PatternSpec
 from . import values
 from .codecs import Body, ParsedCall, Status
 from .issues import IssueCode
-from .markers import Kind, MarkerSet, Match
+from .markers import WS, Kind, MarkerSet, Match, skip_ws
 from .scanner import BalancedScanner
+from .schema import json_type_of
 
 __all__ = ["ENCODINGS", "PatternBody", "decode_value", "encode_value", "write_call"]
 
-_WS = " \t\r\n"
 #: the longest name, key, id or type a slot reads before it gives up (the text is not this call)
 _MAX_SLOT = 256
 #: encodings whose values are text up to what follows them (typed by ``{type}`` or the schema)
@@ -103,7 +103,7 @@ def _lit(text: str, exact_ws: bool = False) -> _Lit:
                 toks.append("~")  # optional whitespace between '>' and '<'
             toks.append((">" if i else "") + part + ("<" if i < len(parts) - 1 else ""))
     tokens = tuple(t for t in toks if t)
-    trail = text[len(text.rstrip(_WS)):] if exact_ws else ""
+    trail = text[len(text.rstrip(WS)):] if exact_ws else ""
     if trail and tokens and tokens[-1] == " ":
         tokens = tokens[:-1]
     return _Lit(text, tokens, trail)
@@ -134,6 +134,7 @@ class _Program:
     lead_ws: str                   # whitespace the pattern puts before a value (trimmed once)
     trail_ws: str                  # ... and after it
     tail_text: bool                # the call's tail has more than whitespace
+    rest_text: bool                # an argument has text after its value
     keyed: bool = True             # the arguments name their keys (else: positional, by the schema)
 
 
@@ -152,10 +153,10 @@ def _program(pat: PatternSpec) -> _Program:
     seen.add("value")
     arg_rest = tuple(_items(a_rest_text, seen, False)) if has_args else ()
     sep = _lit(pat.arg_sep) if pat.arg_sep else None
-    lead = a_head_text[len(a_head_text.rstrip(_WS)):] if raw else ""
-    trail = a_rest_text[: len(a_rest_text) - len(a_rest_text.lstrip(_WS))] if raw else ""
-    return _Program(head, arg_head, arg_rest, sep, tail, has_args, lead, trail, bool(tail_text.strip(_WS)),
-                    "{key}" in pat.arg or not has_args)
+    lead = a_head_text[len(a_head_text.rstrip(WS)):] if raw else ""
+    trail = a_rest_text[: len(a_rest_text) - len(a_rest_text.lstrip(WS))] if raw else ""
+    return _Program(head, arg_head, arg_rest, sep, tail, has_args, lead, trail, bool(tail_text.strip(WS)),
+                    any(not isinstance(it, _Lit) or it.text for it in arg_rest), "{key}" in pat.arg or not has_args)
 
 
 def _first_lit(items: tuple[_Item, ...]) -> _Lit | bool | None:
@@ -182,8 +183,7 @@ def _match_lit(lit: _Lit, text: str, i: int, final: bool) -> int:
     for tok in lit.tokens:
         if tok == " " or tok == "~" or tok[0] == _INDENT:
             k = i
-            while i < n and text[i] in _WS:
-                i += 1
+            i = skip_ws(text, i)
             if i == n and not final:
                 return _MORE
             if tok[0] == _INDENT and not text[k:i].endswith("\n" + tok[1:]):
@@ -217,7 +217,8 @@ def _slot_end(text: str, i: int, ender: _Lit | None, final: bool, no_ws: bool) -
     ws_ender = ender is None or not ender.tokens or ender.tokens[0] == " " or ender.tokens[0][0] == _INDENT
     k = text.find(core, i, limit + len(core)) if core else -1
     if no_ws or (not core and ender is not None and "\n" not in ender.text):
-        brk = _first_ws(text, i, limit)
+        ws = _WS_RE.search(text, i, limit)
+        brk = ws.start() if ws is not None else -1
     else:
         brk = text.find("\n", i, limit)
     if brk >= 0 and (k < 0 or brk < k):
@@ -235,11 +236,6 @@ def _slot_end(text: str, i: int, ender: _Lit | None, final: bool, no_ws: bool) -
     if len(text) - i >= _MAX_SLOT or final:
         return _NO
     return _MORE
-
-
-def _first_ws(text: str, i: int, limit: int) -> int:
-    m = _WS_RE.search(text, i, limit)
-    return m.start() if m is not None else -1
 
 
 _WS_RE = re.compile(r"[ \t\r\n]")
@@ -289,22 +285,16 @@ def _literal(text: str, encoding: str) -> Any:
             raise ValueError(str(e)) from None
     if encoding == "toml":
         try:
-            return _plain(_toml_loads("v = " + text.strip())["v"])
+            tomllib = importlib.import_module("tomllib")  # Python 3.11+; on 3.10 no value reads as TOML
+        except ImportError:
+            raise ValueError("reading TOML values needs Python 3.11 (tomllib)") from None
+        try:
+            return _plain(tomllib.loads("v = " + text.strip())["v"])
         except ValueError:
             raise
         except Exception as e:  # tomllib.TOMLDecodeError is a ValueError; anything else, too
             raise ValueError(str(e)) from None
     raise ValueError(encoding)
-
-
-def _toml_loads(text: str) -> dict[str, Any]:
-    """``tomllib.loads`` (Python 3.11+; on 3.10 no value reads as TOML)."""
-    try:
-        tomllib = importlib.import_module("tomllib")
-    except ImportError:
-        raise ValueError("reading TOML values needs Python 3.11 (tomllib)") from None
-    out: dict[str, Any] = tomllib.loads(text)
-    return out
 
 
 _XML_REF = re.compile(r"&(#[0-9]+|#x[0-9a-fA-F]+|lt|gt|amp|quot|apos);")
@@ -328,7 +318,7 @@ def _unquote_text(text: str, encoding: str) -> str:
     if encoding == "percent":
         return urllib.parse.unquote(text, errors="strict")
     if encoding == "shell":
-        if text.lstrip(_WS)[:1] in ("{", "["):
+        if text.lstrip(WS)[:1] in ("{", "["):
             return text  # a JSON object or array where a word would start (read by its type)
         words = shlex.split(text)
         if len(words) != 1:
@@ -354,9 +344,7 @@ def decode_value(text: str, encoding: str, json_type: str | None) -> Any:
     if encoding in _LITERAL:
         return _literal(text, encoding)
     plain = _unquote_text(text, encoding)
-    if json_type == "string":
-        return plain
-    if json_type is None:
+    if json_type is None or json_type == "string":
         return plain
     try:
         return _non_string(plain)
@@ -439,9 +427,7 @@ class _ValueReader:
     def _literal(self, text: str, i: int, final: bool) -> tuple[str, int]:
         enc = self.encoding
         if self.scanner is None and not self.started:
-            k = i
-            while k < len(text) and text[k] in _WS:
-                k += 1
+            k = skip_ws(text, i)
             if k == len(text):
                 self.parts.append(text[i:k])
                 return ("bad", k) if final else ("more", k)
@@ -515,7 +501,7 @@ class _ValueReader:
                 q = c
                 k += 1
                 continue
-            if c in _WS:
+            if c in WS:
                 end = True
                 break
             if k == i and not any(self.parts):
@@ -559,39 +545,17 @@ class PatternBody(Body):
         self.reader: _ValueReader | None = None
         self.types = dict(spec.pattern.types)
         self._enders = _value_enders(self.prog, stops.markers, spec.pattern.value)
-        # streaming: JSON text of the arguments not yet taken; the string value being sent
-        self._frags: list[str] = []
-        self._first = True
+        # streaming: the string value being sent
         self._str_sent = ""
-        self._str_open = False
         self._stream_str = False
-        self._done = False
-
-    # -- what the machine streams from (codecs.ArgSource) ---------------------------------------
-    def take_args(self) -> str:
-        out = "".join(self._frags)
-        self._frags = []
-        return out
-
-    def args_closing(self) -> str:
-        if self.call_name is None or self._done:
-            return ""
-        return ('"' if self._str_open else "") + "}"
 
     # -- feeding ------------------------------------------------------------------------------
     def feed(self, text: str, pos: int, final: bool) -> tuple[Status, int]:
         i = pos
         while True:
-            if self.phase == "head":
-                st, i = self._head(text, i, final)
-            elif self.phase == "group":
-                st, i = self._group(text, i, final)
-            elif self.phase == "value":
-                st, i = self._value(text, i, final)
-            else:
-                st, i = self._after(text, i, final)
+            st, i = getattr(self, "_" + self.phase)(text, i, final)  # _head, _group, _value, _after
             if st != "go":
-                return st, i  # type: ignore[return-value]
+                return st, i
 
     def _cut(self, what: str, pos: int) -> tuple[str, int]:
         """The stream ended inside the call."""
@@ -600,9 +564,7 @@ class PatternBody(Body):
         return self._reject(f"the output ended inside the call's {what}", pos, truncated=True)
 
     def _head(self, text: str, i: int, final: bool) -> tuple[str, int]:
-        k = i
-        while k < len(text) and text[k] in _WS:
-            k += 1
+        k = skip_ws(text, i)
         if k == len(text) and not final:
             return "more", i
         prog = self.prog
@@ -641,9 +603,7 @@ class PatternBody(Body):
                 return "more", i
             if t >= 0:
                 return self._finish(t)
-        k = i
-        while k < len(text) and text[k] in _WS:
-            k += 1
+        k = skip_ws(text, i)
         if k == len(text) and not final:
             # nothing in hand says whether an argument or the marker that ends the call comes
             # next (an argument head with no text of its own matches anywhere)
@@ -719,7 +679,7 @@ class PatternBody(Body):
         if st == "more":
             self._stream_value()
             return "more", j
-        if final and j == len(text) and (self.prog.tail_text or _has_text(self.prog.arg_rest)
+        if final and j == len(text) and (self.prog.tail_text or self.prog.rest_text
                                          or (self.stops and self.pat.value in _TEXT)):
             # the stream ended where more of the call was due (its rest, or the marker that ends
             # it): a text value may have been cut anywhere
@@ -766,18 +726,11 @@ class PatternBody(Body):
         """After a value and the rest of its argument: the separator and another argument, the
         call's tail, another argument (no separator) or the end. None: the text ends too soon."""
         prog = self.prog
-        if prog.sep is not None:
-            s = _match_lit(prog.sep, text, j, final)
-            if s == _MORE:
-                return None
-            if s >= 0:
-                a = _match_items(prog.arg_head, text, s, final, {}, None, self.stops)
-                if a == _MORE:
-                    return None
-                if a >= 0:
-                    return True
-        if prog.sep is None:
-            a = _match_items(prog.arg_head, text, j, final, {}, None, self.stops)
+        s = _match_lit(prog.sep, text, j, final) if prog.sep is not None else j
+        if s == _MORE:
+            return None
+        if s >= 0:
+            a = _match_items(prog.arg_head, text, s, final, {}, None, self.stops)
             if a == _MORE:
                 return None
             if a >= 0:
@@ -785,9 +738,7 @@ class PatternBody(Body):
         if prog.tail:
             t = _match_items(prog.tail, text, j, final, dict(self.slots), None, self.stops)
             return None if t == _MORE else t >= 0
-        k = j
-        while k < len(text) and text[k] in _WS:
-            k += 1
+        k = skip_ws(text, j)
         if k == len(text):
             return True if final else None
         m = self.stops.match_at(text, k, final)
@@ -798,7 +749,7 @@ class PatternBody(Body):
     def _end_value(self) -> None:
         reader = self.reader
         assert reader is not None
-        key = self.arg.get("key", "").strip(_WS)
+        key = self.arg.get("key", "").strip(WS)
         raw = reader.text()
         if self.pat.value not in _LITERAL:
             raw = _trim_once(raw, self.prog.lead_ws, self.prog.trail_ws)
@@ -830,11 +781,6 @@ class PatternBody(Body):
             self.issues.append((IssueCode.coercion_fallback, issue))
         return value
 
-    def _member(self, key: str) -> str:
-        out = ("" if self._first else ", ") + json.dumps(key, ensure_ascii=False) + ": "
-        self._first = False
-        return out
-
     def _stream_value(self) -> None:
         """Send the part of a string value no later text can change (raw and XML text)."""
         if not self._stream_str or self.reader is None or self.call_name is None:
@@ -847,7 +793,7 @@ class PatternBody(Body):
             raw = raw[len(lead):]
         elif lead and raw[:1] == "\n":
             raw = raw[1:]
-        safe = raw.rstrip(_WS)  # trailing whitespace may still be trimmed
+        safe = raw.rstrip(WS)  # trailing whitespace may still be trimmed
         if self.pat.value == "xml":
             amp = safe.rfind("&")
             if amp >= 0 and ";" not in safe[amp:]:
@@ -856,17 +802,17 @@ class PatternBody(Body):
         if len(safe) <= len(self._str_sent):
             return
         if not self._str_open:
-            if self._schema(self.arg.get("key", "").strip(_WS)) is not None \
-                    and safe.strip(_WS).lower() in ("n", "nu", "nul", "null"):
+            if self._schema(self.arg.get("key", "").strip(WS)) is not None \
+                    and safe.strip(WS).lower() in ("n", "nu", "nul", "null"):
                 return  # may still be null, which a typed schema reads as None
-            self._frags.append(self._member(self.arg.get("key", "").strip(_WS)) + '"')
+            self._frags.append(self._member(self.arg.get("key", "").strip(WS)) + '"')
             self._str_open = True
         self._frags.append(json.dumps(safe[len(self._str_sent):], ensure_ascii=False)[1:-1])
         self._str_sent = safe
 
     def _finish(self, pos: int, truncated: bool = False) -> tuple[Status, int]:
         if truncated and self.reader is not None:
-            key = self.arg.get("key", "").strip(_WS)
+            key = self.arg.get("key", "").strip(WS)
             raw = _trim_once(self.reader.text(), self.prog.lead_ws, "")
             try:
                 value = self._typed(raw, key, self.arg.get("type"))
@@ -879,14 +825,10 @@ class PatternBody(Body):
         if truncated:
             call.issues.append((IssueCode.partial_value, "the last argument value was cut off; surfaced as is"))
         self.calls = [call]
-        if self.call_name is not None and not self._done:
+        if self.call_name is not None and not self._args_done:
             self._frags = []  # the machine sends the rest of the parsed arguments
-            self._done = True
+            self._args_done = True
         return "done", pos
-
-
-def _has_text(items: tuple[_Item, ...]) -> bool:
-    return any(not isinstance(it, _Lit) or it.text for it in items)
 
 
 def _trim_once(value: str, lead: str, trail: str) -> str:
@@ -916,8 +858,7 @@ def _match_items(items: tuple[_Item, ...], text: str, i: int, final: bool, env: 
     for k, it in enumerate(items):
         if isinstance(it, _Lit):
             if slot_before and it.tokens and it.tokens[0][0] not in (" ", _INDENT):
-                while i < len(text) and text[i] in _WS:
-                    i += 1
+                i = skip_ws(text, i)
             j = _match_lit(it, text, i, final)
             if j < 0:
                 return j
@@ -935,12 +876,11 @@ def _match_items(items: tuple[_Item, ...], text: str, i: int, final: bool, env: 
             return _NO
         nxt = items[k + 1] if k + 1 < n else after
         ender = nxt if isinstance(nxt, _Lit) else None
-        while i < len(text) and text[i] in _WS:
-            i += 1
+        i = skip_ws(text, i)
         e = _slot_end(text, i, ender, final, no_ws=it.name in ("name", "call_id", "index", "type"))
         if e < 0:
             return e
-        got = text[i:e].strip(_WS)
+        got = text[i:e].strip(WS)
         if not got or (it.name == "index" and not got.isdigit()):
             return _NO
         env[it.name] = got
@@ -987,20 +927,6 @@ def write_call(pat: PatternSpec, name: str, arguments: Mapping[str, Any], call_i
         return re.sub(r"\{([a-z_]+)\}", lambda m: env.get(m.group(1), m.group(0)), text)
 
     args = pat.arg_sep.join(
-        fill(pat.arg, {"key": k, "value": encode_value(v, pat.value), "type": spell.get(_json_type_of(v), "")})
+        fill(pat.arg, {"key": k, "value": encode_value(v, pat.value), "type": spell.get(json_type_of(v), "")})
         for k, v in arguments.items())
     return fill(pat.call, {"name": name, "call_id": call_id, "index": str(index), "args": args})
-
-
-def _json_type_of(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    return "array" if isinstance(value, list) else "object"

@@ -17,13 +17,14 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import Literal
 
-from .markers import Kind, MarkerSet
+from .markers import Kind, MarkerSet, tail_prefix
 
 __all__ = ["BalancedScanner", "ScanStatus"]
 
 ScanStatus = Literal["done", "stop", "more", "error"]
 
 _PAIRS = {"}": "{", "]": "[", ")": "("}
+_CLOSER = {o: c for c, o in _PAIRS.items()}
 
 _Compiled = tuple[str, str, tuple[tuple[str, str, bool], ...], MarkerSet, "re.Pattern[str]",
                   dict[int, "re.Pattern[str]"], "re.Pattern[str] | None"]
@@ -73,16 +74,8 @@ class BalancedScanner:
         self.stack: list[str] = []
         self.pieces: list[str] = []
 
-    @property
-    def in_string(self) -> bool:
-        return self._in is not None
-
     def text(self) -> str:
         return "".join(self.pieces)
-
-    def closing_suffix(self) -> str:
-        """What would close every open bracket (for repair): no open string allowed."""
-        return "".join({"{": "}", "[": "]", "(": ")"}[b] for b in reversed(self.stack))
 
     def bounded(self, status: ScanStatus) -> tuple[str, bool] | None:
         """The value's text once scanning ended: as written (``done``), or with its closing
@@ -91,12 +84,12 @@ class BalancedScanner:
         if status == "done":
             return self.text(), False
         if status == "stop":
-            return self.text() + self.closing_suffix(), True
+            return self.text() + "".join(_CLOSER[b] for b in reversed(self.stack)), True
         return None
 
     def list_closed_at_end(self) -> str | None:
         """At the end of the stream, a list of complete items missing only its ``]``, closed."""
-        if self.stack == ["["] and not self.in_string:
+        if self.stack == ["["] and self._in is None:
             return self.text().rstrip(" \t\r\n").rstrip(",") + "]"
         return None
 
@@ -126,13 +119,7 @@ class BalancedScanner:
                 m = self._str_re[self._in].search(text, i)
                 if m is None:
                     # a partial closing delimiter may sit at the end
-                    hold = n
-                    c = self._str_close
-                    if len(c) > 1 and not final:
-                        for k in range(min(len(c) - 1, n - i), 0, -1):
-                            if c.startswith(text[n - k:]):
-                                hold = n - k
-                                break
+                    hold = n if final else tail_prefix(text, self._str_close, i)
                     self.pieces.append(text[pos:hold])
                     return "more", hold
                 if m.group() == "\\":

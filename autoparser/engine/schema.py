@@ -59,9 +59,7 @@ _ANNOTATIONS = frozenset({"title", "description", "default", "examples", "deprec
 _DRAFT07_URIS = ("json-schema.org/draft-04/", "json-schema.org/draft-06/", "json-schema.org/draft-07/")
 
 
-# --------------------------------------------------------------------------------------------
-# Problems
-# --------------------------------------------------------------------------------------------
+# -- problems --------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,7 +92,7 @@ class Problem:
             return f"{self.where}: not allowed (additionalProperties is false)"
         if key == "type":
             kinds = [want] if isinstance(want, str) else want if isinstance(want, (list, tuple)) else [want]
-            return f"{self.where}: expected {' or '.join(map(str, kinds))}, got {_json_type(self.value)}"
+            return f"{self.where}: expected {' or '.join(map(str, kinds))}, got {json_type_of(self.value)}"
         if key == "enum":
             return f"{self.where}: {got} is not one of {_show(want)}"
         if key == "const":
@@ -124,7 +122,8 @@ def _show(value: object, limit: int = 60) -> str:
     return spelled if len(spelled) <= limit else spelled[:limit] + "..."
 
 
-def _json_type(value: object) -> str:
+def json_type_of(value: object) -> str:
+    """The JSON name of a value's type (Python's name for a value JSON has no type for)."""
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -161,9 +160,7 @@ def _foreign_ref(schema: object) -> str | None:
     return None
 
 
-# --------------------------------------------------------------------------------------------
-# The draft-07 view of a schema
-# --------------------------------------------------------------------------------------------
+# -- the draft-07 view of a schema -----------------------------------------------------------------
 
 
 def draft07_view(schema: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
@@ -252,9 +249,7 @@ def _fix_2020(node: dict[str, Any]) -> None:
         node["dependencies"] = {**dependent, **(node.get("dependencies") or {})}
 
 
-# --------------------------------------------------------------------------------------------
-# Compiling and checking
-# --------------------------------------------------------------------------------------------
+# -- compiling and checking ------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)

@@ -167,7 +167,7 @@ class TokenParser(Parser):
         if special or type(text) is not str:
             return self._feed_special(text) if isinstance(text, str) else super().feed(text)
         v = self._view
-        # the common case inline: ordinary text with no look-alike and no noncharacter
+        # ordinary text: look-alikes of the special tokens, noncharacters
         tail = self._tail
         w = tail + text if tail else text
         self._tail = w[self._keep:]
@@ -178,14 +178,8 @@ class TokenParser(Parser):
             for m in v.sentinel_re.finditer(text):
                 self._record(IssueCode.noncharacter, "a Unicode noncharacter in the output was replaced by "
                              "U+FFFD", self._orig + m.start())
-            return self._forward(v.sentinel_re.sub("\ufffd", text), len(text))
-        self._orig += len(text)
-        self._fed += len(text)
-        try:
-            events = Parser.feed(self, text)
-        except ParseError as exc:
-            raise self._moved(exc) from None
-        return self._mapped(events) if events and self._at_sentinel else events
+            text = v.sentinel_re.sub("\ufffd", text)  # (one character for one)
+        return self._forward(text, len(text))
 
     def _feed_special(self, text: str) -> list[Event]:
         self._settle_lookalikes()

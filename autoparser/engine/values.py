@@ -54,9 +54,7 @@ __all__ = [
     "validate_arguments",
 ]
 
-# --------------------------------------------------------------------------------------------
-# Schema reading
-# --------------------------------------------------------------------------------------------
+# -- schema reading --------------------------------------------------------------------------------
 
 # The order in which coercion tries non-string alternatives: most structured first, so that a
 # value that parses as an object under ``anyOf(object, string)`` becomes the object.
@@ -118,7 +116,8 @@ def _both(left: _TypeInfo, right: _TypeInfo) -> _TypeInfo:
 
 
 def _read_types(schema: object, root: object, depth: int) -> _TypeInfo:
-    """Read ``schema`` as validation does: through same-document ``$ref``, ``allOf``, ``anyOf``.
+    """Read ``schema`` as validation does: through same-document ``$ref`` and ``allOf`` (intersection)
+    and ``anyOf``/``oneOf`` (union), so a ``$ref``'d model is an object.
 
     ``type`` wins over ``anyOf``/``oneOf`` when both are present: the alternatives then usually
     add constraints (``required`` sets) rather than types, and reading them as open alternatives
@@ -171,15 +170,10 @@ def _read_types(schema: object, root: object, depth: int) -> _TypeInfo:
     return info
 
 
-def _type_info(schema: object, root: object = None) -> _TypeInfo:
-    return _read_types(schema, schema if root is None else root, 0)
-
-
-# --------------------------------------------------------------------------------------------
-# Scalar text parsing (shared by coercion and the relaxed parser)
-# --------------------------------------------------------------------------------------------
+# -- scalar text parsing (shared by coercion and the relaxed parser) -------------------------------
 
 _NULL_LITERALS = frozenset({"null", "NULL", "Null"})
+_BOOLEANS = {"true": True, "false": False}
 _INT_RE = re.compile(r"[+-]?[0-9]+", re.ASCII)
 # Lenient decimal number: optional sign, digits with optional fraction (or a bare fraction), and an
 # optional exponent. No hex, no underscores, no "inf"/"nan" (float() would accept all of those).
@@ -188,13 +182,9 @@ _NUMBER_RE = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]
 
 def _to_integer(text: str) -> int | None:
     """Parse integer text, including integral decimal forms ('1.23e5', '5.0'); None if not one."""
-    if _INT_RE.fullmatch(text):
-        try:
-            return int(text)
-        except ValueError:  # beyond the int-string conversion limit
-            return None
-    if not _NUMBER_RE.fullmatch(text):
-        return None
+    if _INT_RE.fullmatch(text) or not _NUMBER_RE.fullmatch(text):
+        value = _to_number(text)  # digits (None beyond the int-string conversion limit), or no number
+        return value if isinstance(value, int) else None
     try:
         exact = Decimal(text)
     except InvalidOperation:
@@ -212,7 +202,7 @@ def _to_number(text: str) -> int | float | None:
     if _INT_RE.fullmatch(text):
         try:
             return int(text)
-        except ValueError:
+        except ValueError:  # beyond the int-string conversion limit
             return None
     if not _NUMBER_RE.fullmatch(text):
         return None
@@ -228,12 +218,7 @@ def _to_number(text: str) -> int | float | None:
 
 
 def _to_boolean(text: str) -> bool | None:
-    lowered = text.lower()
-    if lowered == "true":
-        return True
-    if lowered == "false":
-        return False
-    return None
+    return _BOOLEANS.get(text.lower())
 
 
 def _reject_constant(name: str) -> Any:
@@ -273,20 +258,15 @@ def _to_container(text: str, kind: type[Any]) -> Any:
 
 def _coerce_as(kind: str, text: str) -> Any:
     """Coerce stripped text to one JSON-schema type, or return ``_NO_VALUE``."""
-    result: Any
-    if kind == "object":
-        return _to_container(text, dict)
-    if kind == "array":
-        return _to_container(text, list)
-    if kind == "integer":
-        result = _to_integer(text)
-    elif kind == "number":
-        result = _to_number(text)
-    elif kind == "boolean":
-        result = _to_boolean(text)
-    else:
-        return _NO_VALUE
+    if kind in ("object", "array"):
+        return _to_container(text, dict if kind == "object" else list)
+    read = _SCALAR_READERS.get(kind)
+    result = read(text) if read is not None else None
     return _NO_VALUE if result is None else result
+
+
+_SCALAR_READERS: dict[str, Callable[[str], Any]] = {"integer": _to_integer, "number": _to_number,
+                                                   "boolean": _to_boolean}
 
 
 def _enum_match(text: str, members: Sequence[Any]) -> Any:
@@ -344,9 +324,7 @@ def _preview(text: str, limit: int = 40) -> str:
     return repr(text[:limit]) + f"... ({len(text)} chars)"
 
 
-# --------------------------------------------------------------------------------------------
-# coerce_text
-# --------------------------------------------------------------------------------------------
+# -- coerce_text -----------------------------------------------------------------------------------
 
 
 def coerce_text(text: str, schema: Mapping[str, Any] | None,
@@ -356,11 +334,8 @@ def coerce_text(text: str, schema: Mapping[str, Any] | None,
     ``root`` is the document ``$ref`` inside ``schema`` points into (the tool's parameters schema,
     which holds ``$defs``); without it ``schema`` itself is the document. Returns ``(value, None)``
     on success and ``(text, message)`` when the schema's types could not be met: the raw string is
-    kept (no silent loss) and the message explains why. Never raises.
-
-    The schema is read as validation reads it: through same-document ``$ref`` and ``allOf``
-    (intersection) and ``anyOf``/``oneOf`` (union), so a ``$ref``'d model becomes an object and a
-    ``$ref``'d string enum stays a string. Decisions, in order:
+    kept (no silent loss) and the message explains why. Never raises. The schema is read as
+    ``_read_types`` says. Decisions, in order:
 
     1. No schema or no type information (unresolvable ``$ref``, unknown type): the raw string,
        unchanged and without an issue. Nothing is guessed.
@@ -383,7 +358,7 @@ def coerce_text(text: str, schema: Mapping[str, Any] | None,
 def _coerce(text: str, schema: Mapping[str, Any] | None, root: Mapping[str, Any] | None) -> tuple[Any, str | None]:
     if not isinstance(text, str) or schema is None or not isinstance(schema, Mapping):
         return text, None
-    info = _type_info(schema, root)
+    info = _read_types(schema, schema if root is None else root, 0)
     if info.members:
         found = _enum_match(text, info.members)
         if found is not _NO_VALUE:
@@ -404,9 +379,7 @@ def _coerce(text: str, schema: Mapping[str, Any] | None, root: Mapping[str, Any]
     return text, f"value {_preview(text)} is not a valid {wanted}; kept the raw string"
 
 
-# --------------------------------------------------------------------------------------------
-# Python literals and pythonic calls
-# --------------------------------------------------------------------------------------------
+# -- Python literals and pythonic calls ------------------------------------------------------------
 
 
 #: text on which Python's tokenizer would print a SyntaxWarning (see ``_parse_expression``)
@@ -605,9 +578,7 @@ def parse_python_calls(text: str) -> list[tuple[str, dict[str, Any]]]:
     return result
 
 
-# --------------------------------------------------------------------------------------------
-# Relaxed objects (Gemma 4 / FunctionGemma argument syntax)
-# --------------------------------------------------------------------------------------------
+# -- relaxed objects (Gemma 4 / FunctionGemma argument syntax) -------------------------------------
 
 _WS_RE = re.compile(r"\s*")
 _BARE_KEY_RE = re.compile(r"[^\s{}\[\],:]+")
@@ -813,9 +784,7 @@ def parse_relaxed_object(text: str, string_delims: Sequence[tuple[str, str]] = (
     return _RelaxedReader(text, delims, seps).parse()
 
 
-# --------------------------------------------------------------------------------------------
-# validate_arguments
-# --------------------------------------------------------------------------------------------
+# -- validate_arguments ----------------------------------------------------------------------------
 
 
 def validate_arguments(arguments: Mapping[str, Any], schema: Mapping[str, Any] | None) -> list[str]:
@@ -825,7 +794,6 @@ def validate_arguments(arguments: Mapping[str, Any], schema: Mapping[str, Any] |
     distinct schema; each string is one ``schema.Problem`` (``location.city: required``), whose
     structured form ``check_arguments`` returns. A schema that cannot be compiled gives no
     problems here (the call is not blocked); ``schema_notes`` says why, for reporting once.
-    Never raises: validation informs, it must not break the parse.
     """
     try:
         return [str(problem) for problem in schema_mod.check_arguments(arguments, schema)]
