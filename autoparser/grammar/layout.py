@@ -265,7 +265,7 @@ class Values:
         if t == "array":
             items = schema.get("items")
             b = _bounded(schema, "minItems", "maxItems") or (0, None)
-            sep = seq(Ws(), Lit(self.seps[1] if self.flavor == "relaxed" else ","), Ws("" if self.flavor == "relaxed" else " "))
+            sep = seq(Ws(), Lit(self.seps[1] if self.flavor == "relaxed" else ","), Ws(" "))
             return seq(Lit("["), Ws(), Rep(self.value(items), sep, *b), Ws(), Lit("]"))
         if t == "object":
             return self.object(schema)

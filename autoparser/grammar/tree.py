@@ -434,21 +434,17 @@ class _Printer:
             return texts[0] if len(texts) == 1 else " | ".join(texts)
         if isinstance(node, Rep):
             one = self.group(node.item)
+            if node.sep == EMPTY and node.hi is None and node.lo <= 1:
+                return one + ("*" if node.lo == 0 else "+")
             more = one if node.sep == EMPTY else f"( {self.expr(node.sep)} {one} )"
-            if node.hi is None:
-                body = f"{one} {more}*" if node.sep != EMPTY else f"{one}+"
-            else:
-                body = " ".join([one] + [f"{more}?"] * (node.hi - 1))
-            if node.lo == 0:
-                return f"( {body} )?" if " " in body else f"{body}?"
-            if node.lo == 1 or node.hi is not None:
-                return body
-            return " ".join([one] + [more] * (node.lo - 1) + [f"{more}*"])
+            n = max(node.lo, 1)
+            body = " ".join([one] + [more] * (n - 1) + ([f"{more}*"] if node.hi is None else [f"{more}?"] * (node.hi - n)))
+            return f"( {body} )?" if node.lo == 0 else body
         raise GrammarError(f"an accepting grammar cannot print {node!r}")
 
     def group(self, node: Node) -> str:
         text = self.expr(node)
-        return f"( {text} )" if isinstance(node, Alt | Choice) and " | " in text else text
+        return f"( {text} )" if " " in text and not isinstance(node, Lit | Cls) else text
 
     def excluding(self, stops: Sequence[str], nonempty: bool) -> str:
         """Any text without any of ``stops``: an Aho-Corasick automaton written as rules."""
