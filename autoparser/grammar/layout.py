@@ -204,13 +204,15 @@ class Values:
             bare = "".join(dict.fromkeys(",:" + kv[0] + sep[0]))
             key = alt([seq(Lit('"'), Rep(Cls('^"'), EMPTY, 0, None), Lit('"')),
                        Rep(Cls("^ \\t\\r\\n{}\\[\\]" + "".join(escape(c, "\\]-^[") for c in bare)), EMPTY, 1, None)])
-        value = Ref(t + "-value")
-        member = seq(key, Ws(), Lit(kv), Ws(), value, Ws())
-        obj = Rule(t + "-object", seq(Lit("{"), Ws(), opt(seq(member, Rep(seq(Lit(sep), Ws(), member), EMPTY, 0, None))),
-                                      Lit("}")))
-        arr = Rule(t + "-array", seq(Lit("["), Ws(), opt(seq(value, Ws(), Rep(seq(Lit(sep), Ws(), value, Ws()), EMPTY, 0,
-                                                                              None))), Lit("]")))
-        return Rule(t + "-value", alt([obj, arr, self.string({}), _NUMBER, self.boolean(), self.null()])), obj
+        def obj(value: Node) -> Node:
+            member = seq(key, Ws(), Lit(kv), Ws(), value, Ws())
+            return seq(Lit("{"), Ws(), opt(seq(member, Rep(seq(Lit(sep), Ws(), member), EMPTY, 0, None))), Lit("}"))
+
+        ref = Ref(t + "-value")
+        arr = seq(Lit("["), Ws(), opt(seq(ref, Ws(), Rep(seq(Lit(sep), Ws(), ref, Ws()), EMPTY, 0, None))), Lit("]"))
+        value = Rule(t + "-value", alt([Rule(t + "-object", obj(ref)), Rule(t + "-array", arr), self.string({}),
+                                        _NUMBER, self.boolean(), self.null()]))
+        return value, obj(value)
 
     def boolean(self) -> Node:
         if self.flavor == "python":
