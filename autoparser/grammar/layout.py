@@ -31,7 +31,7 @@ from typing import Any, Literal
 
 from autoparser.grammar.tree import (
     EMPTY, Alt, Choice, Seq, Cls, Excluding, GrammarError, Lit, Node, Re, Ref, Rep, Rule, Schema, Ws, alt, canonical,
-    choice, escape, lits, opt, regex_literal, seq,
+    choice, escape, has_schema, lits, opt, regex_literal, seq,
 )
 from autoparser.profile import CodecSpec, MessagesSpec, Profile, ToolSpec
 from autoparser.wire import CALL_NAME, ToolsError, json_types, name_class, normalized, read_tools, writable
@@ -190,8 +190,21 @@ class Values:
         return choice(scalar, self.rules()[0])
 
     def any_object(self, schema: Mapping[str, Any] | None) -> Node:
-        first = Schema(json.dumps(schema or {"type": "object"}, sort_keys=True)) if self.flavor == "json" else Lit("{}")
-        return choice(first, self.rules()[1])
+        if self.flavor == "json":
+            return choice(Schema(json.dumps(schema or {"type": "object"}, sort_keys=True)), self.rules()[1])
+        relaxed = self.flavor == "relaxed"
+        key = Re(r"[A-Za-z_][A-Za-z0-9_]{0,63}:" if relaxed else r'"[A-Za-z_][A-Za-z0-9_]{0,63}": ')
+        scalar = alt([self.string({}), _NUMBER, self.boolean(), self.null()])
+        return choice(seq(Lit("{"), Rep(seq(key, scalar), Lit("," if relaxed else ", "), 0, None), Lit("}")),
+                      self.rules()[1])
+
+    def arguments(self, schema: Mapping[str, Any] | None) -> Node:
+        """A call's arguments object; forced as one JSON-schema node when a part of it needs one
+        (the node then carries the whole schema, ``$defs`` included)."""
+        args = self.object(schema)
+        if self.flavor == "json" and schema is not None and has_schema(canonical(args)):
+            return choice(Schema(json.dumps(schema, sort_keys=True)), args)
+        return args
 
     def rules(self) -> tuple[Node, Node]:
         """Any value and any object, recursively (accepting back-ends)."""
@@ -358,7 +371,7 @@ class Layout:
             raise GrammarError("the pattern codec has no grammar back-end yet (docs/profile.md)")
         v = _values(c)
         if c.kind == "json":
-            args = v.object(schema)
+            args = v.arguments(schema)
             if c.name_as_key:
                 key = Lit(json.dumps(name)) if name is not None else choice(Re('"' + name_class() + '{1,64}"'), _JSTRING)
                 return seq(Lit("{"), Ws(), key, Ws(), Lit(":"), Ws(" "), args, Ws(), Lit("}"))
@@ -376,7 +389,7 @@ class Layout:
             for i, part in enumerate(trailer.split("{name}") if trailer else ()):
                 tail += [self.name(name), pattern(part)] if i else [pattern(part)]
             lead = Ws(c.trailer[: len(c.trailer) - len(c.trailer.lstrip(_WS))]) if trailer else EMPTY
-            return seq(self.header(c, name), Ws(), v.object(schema), lead, *tail)
+            return seq(self.header(c, name), Ws(), v.arguments(schema), lead, *tail)
         props = schema.get("properties") if schema is not None else None
         required = set(schema.get("required") or ()) if schema is not None else set()
         if c.kind == "pythonic":
@@ -489,7 +502,8 @@ class Layout:
 
     def body(self, c: CodecSpec, count: Count | None) -> Node:
         """One call (any listed tool) in ``c``; a list of them where the codec writes lists."""
-        one = alt([self.call(c, n, s) for n, s in self.tools])
+        calls = [self.call(c, n, s) for n, s in self.tools]
+        one = Alt(tuple(calls)) if len(calls) > 1 else calls[0]  # not deduplicated: an example's k-th call
         t = self.t
         if c.kind == "pythonic":
             return seq(Lit("["), Ws(), Rep(one, seq(Ws(), Lit(","), Ws(" ")), *(count or MANY)), Ws(), Lit("]"))
@@ -531,14 +545,14 @@ class Layout:
             self.after.update(dict.fromkeys(t.section_open, sec_rest))
         if t.call_open and (t.bare_calls or not so):
             blocks.append(_many(item, sep, count if where == "items" else None) if not so else item)
+        # the marker is the start of the body itself (``<function=``, ``{``, ``[``, ``call:``)
+        one = self.single if "[" not in t.lookahead_open and self.single is not None else body
+        if not blocks:
+            return _many(one, sep if t.separators else Ws(), count if where == "items" else None)
         marked = _many(choice(*blocks), Ws(), count if where == "sections" else None)
         if not t.lookahead_open:
             return marked
-        # the marker is the start of the body itself (``<function=``, ``{``, ``[``, ``call:``)
-        one = self.single if "[" not in t.lookahead_open and self.single is not None else body
         bare = Rep(one, sep if t.separators else Ws(), 1, None)
-        if not blocks:
-            return bare
         # marked blocks may come before bare calls, not after (the parser reads a marker after a bare
         # call as a block the bare call left open)
         return choice(marked, seq(Rep(choice(*blocks), Ws(), 1, None), opt(seq(Ws(), bare))), bare)
@@ -573,7 +587,7 @@ class Layout:
         chan = lits([m.call_channel, *m.reasoning_channels])
         in_channel, in_role = [], []
         for name, schema in self.tools:
-            args = v.object(schema)
+            args = v.arguments(schema)
             in_channel.append(seq(Lit(m.recipient_prefix), self.name(name), ctype, Lit(m.message), args))
             in_role.append(seq(Lit(" " + m.recipient_prefix), self.name(name), Lit(m.channel), chan, ctype,
                                Lit(m.message), args))
@@ -581,12 +595,13 @@ class Layout:
         text = Excluding((m.start, m.channel, *m.ends))
         note = seq(Lit(m.channel), lits([*m.reasoning_channels, m.call_channel]), Lit(m.message), text)
         final = seq(Lit(m.channel + m.final_channel + m.message), text)
-        call = seq(Lit(m.channel), chan, Lit(" "), calls)
+        # one alternative per tool: a trigger then takes in the recipient prefix (a preamble is no call)
+        call = alt([seq(Lit(m.channel), chan, Lit(" "), c) for c in in_channel])
         role_call = seq(role, role_calls)
         first_call = choice(seq(choice(EMPTY, role), call), role_call)
         next_call = choice(seq(role, call), role_call)
         more = seq(Rep(seq(end, next_call), EMPTY, 0, None), opt(end))
-        forced = seq(Rep(call, seq(end, role), *count), choice(end, EMPTY))
+        forced = Rep(alt([seq(c, end) for c in call.items]) if isinstance(call, Alt) else seq(call, end), role, *count)
         tail_first = choice(forced, seq(first_call, more), seq(opt(role), final, opt(end)))
         tail_next = alt([seq(role, final, opt(end)), seq(next_call, more)])
         notes = seq(opt(role), note, Rep(seq(end, role, note), EMPTY, 0, None), end, tail_next)

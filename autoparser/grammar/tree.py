@@ -189,9 +189,10 @@ def canonical(node: Node, memo: dict[int, Node] | None = None) -> Node:
     elif isinstance(node, Seq):
         out = seq(*(canonical(i, memo) for i in node.items))
     elif isinstance(node, Alt):
-        out = alt([canonical(i, memo) for i in node.items])
+        out = Alt(tuple(canonical(i, memo) for i in node.items))
     elif isinstance(node, Rep):
-        out = Rep(canonical(node.item, memo), canonical(node.sep, memo), node.lo, node.hi)
+        item = canonical(node.item, memo)
+        out = item if node.lo == node.hi == 1 else Rep(item, canonical(node.sep, memo), node.lo, node.hi)
     elif isinstance(node, Ref | Excluding):
         raise GrammarError(f"{node!r} has no canonical spelling")
     else:
@@ -252,6 +253,9 @@ def to_structural(node: Node) -> dict[str, Any]:
     if isinstance(node, Schema):
         return {"type": "json_schema", "schema": node.schema}
     if isinstance(node, Seq):
+        for i, it in enumerate(node.items):  # an optional part holding a schema: both ways spelt out
+            if isinstance(it, Alt) and EMPTY in it.items and has_schema(it):
+                return to_structural(alt([seq(*node.items[:i], x, *node.items[i + 1:]) for x in it.items]))
         items: list[dict[str, Any]] = []
         pending: list[Node] = []
         for it in (*node.items, None):
@@ -265,6 +269,8 @@ def to_structural(node: Node) -> dict[str, Any]:
                 pending.append(it)
         return items[0] if len(items) == 1 else {"type": "concat", "items": items}
     if isinstance(node, Alt):
+        if EMPTY in node.items:
+            raise GrammarError("an optional block with JSON-schema arguments cannot be expressed")
         return {"type": "union", "items": [to_structural(i) for i in node.items]}
     assert isinstance(node, Rep)
     options = []
