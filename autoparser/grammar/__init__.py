@@ -6,8 +6,16 @@ canonical layout, for OpenVINO GenAI / xgrammar), GBNF, EBNF, Lark and examples 
 from __future__ import annotations
 
 from .api import (
-    GrammarExport, GrammarFormat, Mode, build_grammar, example_calls, for_request, grammar_dialects, grammar_for,
-    reasoning_spec, structured_output_for,
+    GrammarExport,
+    GrammarFormat,
+    Mode,
+    build_grammar,
+    example_calls,
+    for_request,
+    grammar_dialects,
+    grammar_for,
+    reasoning_spec,
+    structured_output_for,
 )
 from .tree import GrammarError, regex_literal
 

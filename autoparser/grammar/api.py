@@ -23,8 +23,19 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from autoparser.grammar.layout import Layout, tool_schemas
-from autoparser.grammar.tree import Excluding, GrammarError, Node, alt, opt, print_rules, regex_literal, render, seq, \
-    to_spec, triggered
+from autoparser.grammar.tree import (
+    Excluding,
+    GrammarError,
+    Node,
+    alt,
+    opt,
+    print_rules,
+    regex_literal,
+    render,
+    seq,
+    to_spec,
+    triggered,
+)
 from autoparser.profile import Profile
 from autoparser.wire import ToolsError, read_tools
 

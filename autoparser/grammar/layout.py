@@ -30,8 +30,30 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from autoparser.grammar.tree import (
-    EMPTY, Alt, Choice, Seq, Cls, Excluding, GrammarError, Lit, Node, Re, Ref, Rep, Rule, Schema, Ws, alt, canonical,
-    choice, escape, has_schema, lits, opt, regex_literal, seq,
+    EMPTY,
+    Alt,
+    Choice,
+    Cls,
+    Excluding,
+    GrammarError,
+    Lit,
+    Node,
+    Re,
+    Ref,
+    Rep,
+    Rule,
+    Schema,
+    Seq,
+    Ws,
+    alt,
+    canonical,
+    choice,
+    escape,
+    has_schema,
+    lits,
+    opt,
+    regex_literal,
+    seq,
 )
 from autoparser.profile import CodecSpec, MessagesSpec, Profile, ToolSpec
 from autoparser.wire import CALL_NAME, ToolsError, json_types, name_class, normalized, read_tools, writable
@@ -239,7 +261,7 @@ class Values:
         lo, hi = schema.get("minimum"), schema.get("maximum")
         if isinstance(lo, int) and isinstance(hi, int) and 0 <= lo <= hi <= 9:
             return choice(Cls(f"{lo}-{hi}"), _INT)
-        if isinstance(hi, int) or isinstance(lo, int | float) and lo >= 0:
+        if isinstance(hi, int) or (isinstance(lo, int | float) and lo >= 0):
             digits = f"(?:0|[1-9][0-9]{{0,{len(str(abs(hi))) - 1}}})" if isinstance(hi, int) else "(?:0|[1-9][0-9]*)"
             sign = "" if isinstance(lo, int | float) and lo >= 0 else "-?"
             return choice(Re(sign + digits), _INT)
@@ -401,9 +423,8 @@ class Layout:
                                    for k, sub in (props or {}).items()], seq(Ws(), Lit(","), Ws(" ")))
             return seq(self.name(name, python=True), Ws(), Lit("("), Ws(), kwargs, Ws(), Lit(")"))
         # tagged: header, one parameter per line, trailer
-        if schema is None:
-            params = Rep(self.param(c, None, None), Ws("\n"), 0, None)
-        else:
+        params: Node = Rep(self.param(c, None, None), Ws("\n"), 0, None)
+        if schema is not None:
             params = _members([(self.param(c, str(k), sub), k in required) for k, sub in (props or {}).items()],
                               Ws("\n"))
         trailer = c.trailer.strip(_WS)

@@ -253,9 +253,9 @@ def to_structural(node: Node) -> dict[str, Any]:
     if isinstance(node, Schema):
         return {"type": "json_schema", "schema": node.schema}
     if isinstance(node, Seq):
-        for i, it in enumerate(node.items):  # an optional part holding a schema: both ways spelt out
-            if isinstance(it, Alt) and EMPTY in it.items and has_schema(it):
-                return to_structural(alt([seq(*node.items[:i], x, *node.items[i + 1:]) for x in it.items]))
+        for i, part in enumerate(node.items):  # an optional part holding a schema: both ways spelt out
+            if isinstance(part, Alt) and EMPTY in part.items and has_schema(part):
+                return to_structural(alt([seq(*node.items[:i], x, *node.items[i + 1:]) for x in part.items]))
         items: list[dict[str, Any]] = []
         pending: list[Node] = []
         for it in (*node.items, None):
