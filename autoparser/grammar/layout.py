@@ -36,6 +36,7 @@ from autoparser.grammar.tree import (
     Cls,
     Excluding,
     GrammarError,
+    Group,
     Lit,
     Node,
     Re,
@@ -439,15 +440,15 @@ class Layout:
             out.append(pattern(h[pos:m.start()]))
             pos = m.end()
             if m.group(1) == "name":
-                out += [self.name(name), Ws()]
+                out += [Group("name", self.name(name)), Ws()]
             elif m.group(1) == "id":
                 # bounded when forced: an unbounded index (Kimi's ":\\d+") lets a small model write digits forever
                 bounded = re.sub(r"(?<!\\)[+*]", lambda x: "{1,3}" if x.group() == "+" else "{0,3}", c.id_name_suffix)
                 pre = choice(Lit(c.id_name_prefix), EMPTY) if c.id_name_prefix else EMPTY
-                out += [pre, self.name(name), choice(Re(bounded), self.suffix(c.id_name_suffix)) if bounded else EMPTY,
-                        Ws()]
+                suffix = choice(Re(bounded), self.suffix(c.id_name_suffix)) if bounded else EMPTY
+                out += [Group("id", seq(pre, Group("name", self.name(name)), suffix)), Ws()]
             else:  # an optional native id (Mistral v13): left out when forced, with the marker before it
-                out.append(choice(EMPTY, seq(out.pop(), Rep(Cls("a-zA-Z0-9_\\-"), EMPTY, 1, None))))
+                out.append(choice(EMPTY, seq(out.pop(), Group("id", Rep(Cls("a-zA-Z0-9_\\-"), EMPTY, 1, None)))))
         return seq(*out, pattern(h[pos:]))
 
     @staticmethod

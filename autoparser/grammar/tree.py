@@ -23,8 +23,8 @@ from typing import Any, Literal
 from autoparser.errors import AutoparserError
 
 __all__ = [
-    "Alt", "Choice", "Cls", "Excluding", "GrammarError", "Lit", "Node", "Re", "Ref", "Rep", "Rule",
-    "Schema", "Seq", "Ws", "alt", "canonical", "choice", "opt", "print_rules", "regex_literal", "render",
+    "Alt", "Choice", "Cls", "Excluding", "GrammarError", "Group", "Lit", "Node", "Re", "Ref", "Rep", "Rule",
+    "Schema", "Seq", "Ws", "accepting_regex", "alt", "canonical", "choice", "opt", "print_rules", "regex_literal", "render",
     "seq", "to_regex", "to_spec", "to_structural", "triggered",
 ]
 
@@ -122,7 +122,15 @@ class Rule:
     body: Node
 
 
-Node = Lit | Cls | Ws | Re | Schema | Excluding | Ref | Seq | Alt | Choice | Rep | Rule
+@dataclass(frozen=True, eq=False)
+class Group:
+    """A named capture (``(?P<name>...)`` in an accepting regex; transparent elsewhere)."""
+
+    name: str
+    body: Node
+
+
+Node = Lit | Cls | Ws | Re | Schema | Excluding | Ref | Seq | Alt | Choice | Rep | Rule | Group
 EMPTY = Lit("")
 
 
@@ -184,7 +192,7 @@ def canonical(node: Node, memo: dict[int, Node] | None = None) -> Node:
         out = canonical(node.items[0], memo)
     elif isinstance(node, Ws):
         out = Lit(node.canon)
-    elif isinstance(node, Rule):
+    elif isinstance(node, Rule | Group):
         out = canonical(node.body, memo)
     elif isinstance(node, Seq):
         out = seq(*(canonical(i, memo) for i in node.items))
@@ -199,6 +207,23 @@ def canonical(node: Node, memo: dict[int, Node] | None = None) -> Node:
         out = node
     memo[id(node)] = out
     return out
+
+
+def accepting_regex(node: Node) -> str:
+    """A tree without recursion as a Python regex accepting every spelling (``Ws``: ``\\s*``)."""
+
+    def widen(n: Node) -> Node:
+        if isinstance(n, Ws):
+            return Re(r"\s+" if n.plus else r"\s*")
+        if isinstance(n, Rule):
+            return widen(n.body)
+        if isinstance(n, Seq | Alt | Choice):
+            return (Seq if isinstance(n, Seq) else Alt)(tuple(widen(i) for i in n.items))
+        if isinstance(n, Rep):
+            return Rep(widen(n.item), widen(n.sep), n.lo, n.hi)
+        return Group(n.name, widen(n.body)) if isinstance(n, Group) else n
+
+    return to_regex(widen(node))
 
 
 def has_schema(node: Node) -> bool:
@@ -217,6 +242,8 @@ def to_regex(node: Node) -> str:
         return f"[{node.body}]"
     if isinstance(node, Re):
         return node.pattern
+    if isinstance(node, Group):
+        return f"(?P<{node.name}>{to_regex(node.body)})"
     if isinstance(node, Seq):
         return "".join(_group(i) if _needs_group(i) else to_regex(i) for i in node.items)
     if isinstance(node, Alt):
@@ -422,6 +449,8 @@ class _Printer:
             return self.define(self.name("ws1" if node.plus else "ws"), self.cls(" \\t\\n\\r") + ("+" if node.plus else "*"))
         if isinstance(node, Ref):
             return self.name(node.name)
+        if isinstance(node, Group):
+            return self.expr(node.body)
         if isinstance(node, Rule):
             name = self.name(node.name)
             if name not in self.rules:
