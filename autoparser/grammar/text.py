@@ -404,8 +404,12 @@ class _Builder:
         """The call header with the name (or an id carrying it) filled in."""
         h = c.header
         out: list[str] = []
-        pos = 0
-        for m in re.finditer(r"\{(name|id|call_id)\}", h):
+        # a bare call is found by its lookahead marker, matched literally: the header's text that
+        # is such a marker is spelt exactly, not with the pattern's flexible whitespace
+        pos = max((len(m) for m in self.t.lookahead_open if "{" not in m and h.startswith(m)), default=0)
+        if pos:
+            out.append(_lit(h[:pos]))
+        for m in re.compile(r"\{(name|id|call_id)\}").finditer(h, pos):
             out.append(self.pattern(h[pos:m.start()]))
             slot = m.group(1)
             if slot == "name":
