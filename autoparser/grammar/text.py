@@ -569,10 +569,12 @@ class _Builder:
         raw_ok = not types or "string" in types
         typed = self.value(schema, "json", f"{hint}-{key}") if types and types != {"string"} else None
         if key is not None:
-            # one literal for marker + key (separate single-key tokens confuse lexer-based engines)
-            head = self.pattern(pre.strip(_WS_CHARS) + key + mid1.strip(_WS_CHARS))
+            # one literal for marker + key (separate single-key tokens confuse lexer-based engines);
+            # whitespace between the key and what follows it is the pattern's (``--{key} '{value}'``)
+            head = self.pattern((pre.lstrip(_WS_CHARS) + key + mid1).rstrip(_WS_CHARS))
         else:
-            head = f"{self.pattern(pre.strip(_WS_CHARS))} {key_expr} {self.pattern(mid1.strip(_WS_CHARS))}"
+            gap = f" {self.ws}" if mid1.strip(_WS_CHARS) and mid1[:1] in _WS_CHARS else ""
+            head = f"{self.pattern(pre.strip(_WS_CHARS))} {key_expr}{gap} {self.pattern(mid1.strip(_WS_CHARS))}"
         alts = []
         if has_string:
             mid = self.pattern(mid2.strip(_WS_CHARS))
