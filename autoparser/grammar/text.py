@@ -445,8 +445,8 @@ class _Builder:
             elif rx[i] == "\\" and i + 1 < len(rx) and not rx[i + 1].isalnum():
                 out.append(_lit(rx[i + 1]))
                 i += 2
-            elif rx[i].isalnum() or rx[i] in ":_-.":
-                out.append(_lit(rx[i]) if rx[i] != "." else '"."')
+            elif rx[i] not in "\\^$*+?()[]{}|":  # any other character stands for itself ('/', '#'; '.' a dot)
+                out.append(_lit(rx[i]))
                 i += 1
             else:
                 raise GrammarError(f"cannot express the id suffix pattern {rx!r} as a grammar")
