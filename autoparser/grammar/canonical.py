@@ -448,7 +448,9 @@ def _block(profile: Profile, calls: Calls, count: tuple[int, int | None]) -> Nod
     o = t.call_open[0] if t.call_open else ""
     c = t.call_close[0] if t.call_close else ""
     if codec.kind == "pythonic":  # one list holds every call; markers (LFM2) go around the list
-        listed = seq(Lit("["), _many(calls, ", ", count), Lit("]"))
+        listed = _many(calls, ", ", count)
+        if codec.array != "never":  # ``never``: the calls without list brackets
+            listed = seq(Lit("["), listed, Lit("]"))
         return seq(Lit(so + o), listed, Lit(c + sc))
     if o:
         po = _pad(o, calls)

@@ -462,7 +462,7 @@ class _Builder:
             return self.name_json_body(c, hint)
         if c.kind == "tagged":
             return self.tagged_body(c, hint)
-        return self.pythonic_body(hint)
+        return self.pythonic_body(c, hint)
 
     def json_body(self, c: CodecSpec, hint: str) -> str:
         ws = self.ws
@@ -590,11 +590,15 @@ class _Builder:
             alts.append(f"{head} {ws} {typed} {ws} {post_expr}")
         return _alt([f"( {a} )" for a in alts])
 
-    def pythonic_body(self, hint: str) -> str:
+    def pythonic_body(self, c: CodecSpec, hint: str) -> str:
         ws = self.ws
         b = self.base("python")
         calls = []
         ident = "[A-Za-z_] [A-Za-z0-9_]*"
+        # ``array: never``: calls without list brackets, where a line break outside brackets ends a
+        # call (MiniCPM's fenced lines), so none before a call's "(" or the "," after it
+        lines = c.array == "never"
+        gap = self.r.add("sp", "[ \\t]*") if lines else ws
         for name in self.names():
             schema = self.tools.get(name) if name is not None else None
             if schema is not None and isinstance(schema.get("properties"), Mapping) and schema["properties"]:
@@ -608,8 +612,10 @@ class _Builder:
                 kw = f'{self.r.add("py-ident", ident)} {ws} "=" {ws} {b["value"]}'
                 kwargs = f'( {kw} ( {ws} "," {ws} {kw} )* )?'
             callee = _lit(name) if name is not None else self.r.add("py-callee", f'{ident} ( "." {ident} )*')
-            calls.append(self.r.add(f"{hint}-{name or 'any'}", f'{callee} {ws} "(" {ws} {kwargs} {ws} ")"'))
+            calls.append(self.r.add(f"{hint}-{name or 'any'}", f'{callee} {gap} "(" {ws} {kwargs} {ws} ")"'))
         one = self.r.add(f"{hint}-call", " | ".join(calls))
+        if lines:
+            return self.r.add(f"{hint}-lines", f'{one} ( {gap} "," {ws} {one} )*')
         return self.r.add(f"{hint}-list", f'"[" {ws} {one} ( {ws} "," {ws} {one} )* {ws} "]"')
 
     # -- the tool-call part ---------------------------------------------------------------------------
