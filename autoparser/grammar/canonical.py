@@ -461,7 +461,8 @@ def _block(profile: Profile, calls: Calls, count: tuple[int, int | None]) -> Nod
         body = _many(wrap, t.separators[0] if t.separators else ("" if so else "\n"), count)
     elif t.separators:
         body = _many(calls, t.separators[0], count)
-    elif codec.kind == "json" and (codec.array == "require" or (codec.array == "allow" and so)):
+    elif codec.kind == "json" and (codec.array == "require" or (codec.array == "allow" and (
+            so or ("[" in t.lookahead_open and "{" not in t.lookahead_open)))):  # a bare '[' opens a list
         body = seq(Lit("["), _many(calls, ", ", count), Lit("]"))
     elif so and not sc:
         # no closing marker: every call gets its own opening marker (Mistral v11)

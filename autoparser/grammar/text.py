@@ -129,6 +129,8 @@ class _Builder:
         self.ws = self.r.add("ws", "[ \\t\\n\\r]*")
         #: per body hint, the single-object form of a JSON call (a bare ``{`` cannot open a list)
         self.single: dict[str, str] = {}
+        #: per body hint, the list form of a JSON call (a bare ``[`` opens a list, never one object)
+        self.listed: dict[str, str] = {}
         self._excl: dict[tuple[tuple[str, ...], bool], str] = {}
 
     @property
@@ -493,10 +495,12 @@ class _Builder:
         arr = f'"[" {ws} {one} {ws} ( "," {ws} {one} {ws} )* "]"'
         if c.array != "require":
             self.single[hint] = one
+        if c.array != "never":
+            self.listed[hint] = self.r.add(f"{hint}-list", arr)
         if c.array == "never":
             return one
         if c.array == "require":
-            return self.r.add(f"{hint}-list", arr)
+            return self.listed[hint]
         return self.r.add(f"{hint}-one-or-list", f"{one} | {arr}")
 
     def name_json_body(self, c: CodecSpec, hint: str) -> str:
@@ -670,6 +674,8 @@ class _Builder:
         # bare ``{`` opens one object, not a list
         if "[" not in t.lookahead_open and self.single:
             body = _alt(list(self.single.values()))
+        elif "{" not in t.lookahead_open and self.listed:
+            body = _alt(list(self.listed.values()))
         bare = self.r.add("bare-items", f"{body} ( {items_sep} {body} )*")
         if not blocks:
             return self.r.add("tool-calls", bare), after
