@@ -316,7 +316,8 @@ def _name_json_header(codec: CodecSpec, name_node: Node) -> tuple[Node, Node]:
         bounded = re.sub(r"(?<!\\)[+*]", lambda m: "{1,3}" if m.group() == "+" else "{0,3}", codec.id_name_suffix)
         suffix = Re(bounded) if bounded else Lit("")
         name_node = seq(Lit(codec.id_name_prefix), name_node, suffix)
-    return fill(header, **{slot[1:-1]: name_node}), Lit(codec.trailer)
+    # a trailer that repeats the name (``</call:{name}>``) writes it again
+    return fill(header, **{slot[1:-1]: name_node}), fill(codec.trailer, name=name_node)
 
 
 def _one_call(codec: CodecSpec, name: str, args: Node, params: Sequence[Param],
