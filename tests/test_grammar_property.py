@@ -96,6 +96,7 @@ def _builtins() -> dict[str, autoparser.Profile]:
 
 _PROFILES: dict[str, autoparser.Profile] = {}
 _UNSUPPORTED: dict[str, autoparser.Profile] = {}
+_DERIVED: dict[str, autoparser.Profile] = {}  # every derived profile, before the dedupe
 
 
 def _collect(config: pytest.Config) -> None:
@@ -110,6 +111,7 @@ def _collect(config: pytest.Config) -> None:
     cache = getattr(config, "cache", None)  # derived once, shared with test_fuzz's cache
     where = Path(cache.mkdir("autoparser-fuzz")) if cache is not None else None
     for target in soups.template_targets(where):
+        _DERIVED[target.name] = target.profile
         key = wire_key(target.profile)
         if key in seen:
             continue
@@ -349,3 +351,54 @@ def test_property_covers_every_dialect_with_calls_and_the_derived_formats() -> N
     kinds = {_PROFILES[n].tools.codec.kind for n in derived if _PROFILES[n].tools is not None}  # type: ignore[union-attr]
     assert len(derived) >= 40 and kinds >= {"json", "name_json", "tagged", "pythonic"}, (len(derived), kinds)
     assert any(p.tools is not None and p.tools.codec.kind == "pattern" for p in _UNSUPPORTED.values())
+
+
+# -- disagreements the property found once, pinned ------------------------------------------------
+
+_A_TOOLS = [_tool("a_", {"type": "object", "properties": {"da": {"type": "boolean"}}, "required": ["da"]}, "openai")]
+_A_CALL = [("a_", {"da": False})]
+
+#: (derived profile, text, the calls the parser reads from it or None): the GBNF grammar accepts
+#: the text exactly when the parser reads those calls from it with no issue
+PINNED: list[tuple[str, str, list[tuple[str, dict[str, Any]]] | None]] = [
+    # a bare call starts at its lookahead marker, which the parser matches literally
+    ("template:named_call_header_json.jinja", '<call  name="a_">{"da": false}', None),
+    ("template:named_call_header_json.jinja", '<call name="a_">{"da": false}', _A_CALL),
+    # the whitespace between a tagged parameter's key and the rest of its marker is the pattern's
+    ("template:shell_flags.jinja", "$a_\n--da 'false';;", _A_CALL),
+    # ``array: never`` pythonic calls: no list brackets, no line break before "(" or ","
+    ("template:pythonic_odd_brackets.jinja", "⦃a_(da=False)⦄", _A_CALL),
+    ("template:pythonic_odd_brackets.jinja", "⦃[a_(da=False)]⦄", None),
+    ("template:pythonic_odd_brackets.jinja", "⦃a_\n(da=False)⦄", None),
+    ("template:pythonic_odd_brackets.jinja", "⦃a_(da=False)\n, a_(da=False)⦄", None),
+    # a bare '[' opens a list of JSON calls, never one object
+    ("template:bare_json_array.jinja", '{"op": "a_", "params": {"da": false}}', None),
+    ("template:bare_json_array.jinja", '[{"op": "a_", "params": {"da": false}}]', _A_CALL),
+    # an end marker that also begins the call marker ('@@' of '@@call') closes the call at the end
+    ("template:at_call_fn_args.jinja", '@@call{"fn": "a_", "args": {"da": false}}@@', _A_CALL),
+]
+
+
+@pytest.mark.parametrize("name,text,calls", PINNED, ids=[f"{n}:{i}" for i, (n, _, _) in enumerate(PINNED)])
+def test_pinned_texts_grammar_and_parser_agree(name: str, text: str, calls: Any) -> None:
+    prof = _DERIVED[name]
+    res = autoparser.parse(text, prof, tools=_A_TOOLS)
+    got = [(c.name, c.arguments) for c in res.tool_calls if c.status == "ok"]
+    assert (got if got and not res.issues else None) == calls, (got, [str(i) for i in res.issues])
+    assert _accepts(_matcher(any_to_lark(build_grammar(prof, _A_TOOLS, "gbnf").text)), text) is (calls is not None)
+
+
+@pytest.mark.parametrize("name", ["template:bare_json_array.jinja", "template:pythonic_odd_brackets.jinja",
+                                  "template:name_tag_close.jinja", "template:mutable_call_ids.jinja",
+                                  "template:shell_flags.jinja"])
+def test_pinned_layouts_parse_back_and_are_accepted(name: str) -> None:
+    """The live layout of one call (the name again in a ``</call:{name}>`` trailer, an id suffix
+    with a '/', pythonic calls without brackets, a bare JSON list) parses back, and every text
+    grammar accepts it."""
+    prof = _DERIVED[name]
+    text = example_calls(prof, _A_CALL)
+    res = autoparser.parse(text, prof, tools=_A_TOOLS)
+    assert [(c.name, c.arguments, c.status) for c in res.tool_calls] == [("a_", {"da": False}, "ok")], text
+    assert not res.issues, text
+    assert _accepts(_matcher(any_to_lark(build_grammar(prof, _A_TOOLS, "gbnf").text)), text)
+    assert _accepts(_matcher(any_to_lark(build_grammar(prof, _A_TOOLS, "ebnf").text)), text)
