@@ -308,7 +308,10 @@ def _name_json_header(codec: CodecSpec, name_node: Node) -> tuple[Node, Node]:
     """(text before the arguments, text after them) for a ``name_json`` call."""
     header = codec.header
     slot = "{id}" if "{id}" in header else "{name}"
-    if "{call_id}" in header:  # optional native id (Mistral v13): left out, with the marker before it
+    ids: dict[str, Node] = {}
+    if "{call_id}" in header and header.index("{call_id}") < header.index(slot):
+        ids["call_id"] = Re("call_[0-9]{1,3}")  # a native id before the name: the parser needs one
+    elif "{call_id}" in header:  # optional native id (Mistral v13): left out, with the marker before it
         j = header.index(slot) + len(slot)
         header = header[:j] + header[header.index("{call_id}") + len("{call_id}"):]
     if slot == "{id}":
@@ -317,7 +320,7 @@ def _name_json_header(codec: CodecSpec, name_node: Node) -> tuple[Node, Node]:
         suffix = Re(bounded) if bounded else Lit("")
         name_node = seq(Lit(codec.id_name_prefix), name_node, suffix)
     # a trailer that repeats the name (``</call:{name}>``) writes it again
-    return fill(header, **{slot[1:-1]: name_node}), fill(codec.trailer, name=name_node)
+    return fill(header, **{slot[1:-1]: name_node}, **ids), fill(codec.trailer, name=name_node)
 
 
 def _one_call(codec: CodecSpec, name: str, args: Node, params: Sequence[Param],

@@ -419,6 +419,10 @@ class _Builder:
             elif slot == "id":
                 pre = f"{_lit(c.id_name_prefix)}? " if c.id_name_prefix else ""
                 out.append(pre + self.name_expr(name) + " " + self.suffix(c.id_name_suffix) + " " + self.ws)
+            elif not re.search(r"\{(name|id)\}", h[:m.start()]):
+                # a native id before the name ('<tool_use id="{call_id}" name="{name}">'): the
+                # parser needs one there
+                out.append(self.r.add("call-id", "[a-zA-Z0-9_-]+"))
             else:  # Mistral's optional native id: NAME[CALL_ID]ID[ARGS] or NAME[ARGS]
                 rest = h[m.end():]
                 # the literal just before {call_id} belongs to the optional part
