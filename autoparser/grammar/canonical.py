@@ -77,8 +77,10 @@ Style = Literal["json", "python", "relaxed", "raw"]
 # -- values: JSON schema -> node, and concrete value -> text, per style ---------------------------
 
 
-def _encode(value: Any, style: Style, delims: tuple[str, str] = ('"', '"')) -> str:
-    """``value`` written the way the grammar lays it out for ``style``."""
+def _encode(value: Any, style: Style, delims: tuple[str, str] = ('"', '"'),
+            seps: tuple[str, str] = (":", ",")) -> str:
+    """``value`` written the way the grammar lays it out for ``style`` (``seps``: a relaxed
+    object's key/value and member separators, which are also its array's)."""
     if style == "raw":
         return value if isinstance(value, str) else _encode(value, "json")
     if isinstance(value, bool):
@@ -92,10 +94,12 @@ def _encode(value: Any, style: Style, delims: tuple[str, str] = ('"', '"')) -> s
     if isinstance(value, int | float):
         return json.dumps(value)
     if isinstance(value, list):
-        return "[" + ", ".join(_encode(v, style, delims) for v in value) + "]"
+        joiner = seps[1] if style == "relaxed" else ", "
+        return "[" + joiner.join(_encode(v, style, delims, seps) for v in value) + "]"
     if isinstance(value, Mapping):
         if style == "relaxed":
-            return "{" + ",".join(f"{k}:{_encode(v, style, delims)}" for k, v in value.items()) + "}"
+            return "{" + seps[1].join(f"{k}{seps[0]}{_encode(v, style, delims, seps)}"
+                                      for k, v in value.items()) + "}"
         return "{" + ", ".join(f"{json.dumps(str(k))}: {_encode(v, style, delims)}" for k, v in value.items()) + "}"
     raise GrammarError(f"cannot encode a {type(value).__name__}")
 
@@ -120,9 +124,11 @@ def _bounds(schema: Mapping[str, Any], lo_key: str, hi_key: str) -> str:
 class _Values:
     """Builds value nodes for one style (``raw_stop`` is the character a raw value must avoid)."""
 
-    def __init__(self, style: Style, delims: tuple[str, str] = ('"', '"'), raw_stop: str = "<") -> None:
+    def __init__(self, style: Style, delims: tuple[str, str] = ('"', '"'), raw_stop: str = "<",
+                 seps: tuple[str, str] = (":", ",")) -> None:
         self.style = style
         self.delims = delims
+        self.seps = seps
         self.raw_stop = raw_stop
 
     def node(self, schema: Any) -> Node:
@@ -157,9 +163,9 @@ class _Values:
 
     def _node(self, schema: Mapping[str, Any]) -> Node | None:
         if "const" in schema:
-            return Lit(_encode(schema["const"], self.style, self.delims))
+            return Lit(_encode(schema["const"], self.style, self.delims, self.seps))
         if isinstance(schema.get("enum"), list) and schema["enum"]:
-            return alt([Lit(_encode(v, self.style, self.delims)) for v in schema["enum"]])
+            return alt([Lit(_encode(v, self.style, self.delims, self.seps)) for v in schema["enum"]])
         for key in ("anyOf", "oneOf"):
             alts = schema.get(key)
             if isinstance(alts, list) and alts:
@@ -204,13 +210,13 @@ class _Values:
             hi = schema.get("maxItems")
             lo = lo if isinstance(lo, int) and lo >= 0 else 0
             hi = hi if isinstance(hi, int) and hi >= max(lo, 1) else None
-            return seq(Lit("["), Rep(item, ", ", lo, hi), Lit("]"))
+            return seq(Lit("["), Rep(item, self.seps[1] if self.style == "relaxed" else ", ", lo, hi), Lit("]"))
         if t == "object":
             return self.object_node(schema)
         return None
 
     def key(self, name: str) -> str:
-        return f"{name}:" if self.style == "relaxed" else json.dumps(name) + ": "
+        return f"{name}{self.seps[0]}" if self.style == "relaxed" else json.dumps(name) + ": "
 
     def object_node(self, schema: Mapping[str, Any], values: Callable[[str, Any], Node] | None = None) -> Node | None:
         """A compact object with the declared properties in order; required ones always present."""
@@ -220,11 +226,12 @@ class _Values:
                 return Lit("{}")
             if self.style == "json":
                 return None  # xgrammar's own JSON-schema support does this better
-            key = r"[A-Za-z_][A-Za-z0-9_]{0,63}:" if self.style == "relaxed" else r'"[A-Za-z_][A-Za-z0-9_]{0,63}": '
+            key = (r"[A-Za-z_][A-Za-z0-9_]{0,63}" + regex_literal(self.seps[0]) if self.style == "relaxed"
+                   else r'"[A-Za-z_][A-Za-z0-9_]{0,63}": ')
             member = seq(Re(key), Re(self._scalar_any()))
-            return seq(Lit("{"), Rep(member, "," if self.style == "relaxed" else ", ", 0, None), Lit("}"))
+            return seq(Lit("{"), Rep(member, self.seps[1] if self.style == "relaxed" else ", ", 0, None), Lit("}"))
         required = [k for k in schema.get("required") or () if k in props]
-        sep = "," if self.style == "relaxed" else ", "
+        sep = self.seps[1] if self.style == "relaxed" else ", "
         members: list[tuple[Node, bool]] = []
         for k, sub in props.items():
             v = values(k, sub) if values is not None else self._node(sub if isinstance(sub, Mapping) else {})
@@ -300,7 +307,7 @@ def _values_for(codec: CodecSpec) -> _Values:
         return _Values("python")
     if codec.kind == "name_json" and codec.flavor == "relaxed":
         delims = codec.string_delims[0] if codec.string_delims else ('"', '"')
-        return _Values("relaxed", delims)
+        return _Values("relaxed", delims, seps=codec.relaxed_seps)
     return _Values("json")
 
 
@@ -428,7 +435,7 @@ def _example_calls(profile: Profile, calls: Sequence[tuple[str, Mapping[str, Any
             params: list[Param] = [(k, Lit(_encode(v, "python")), False) for k, v in arguments.items()]
         else:
             params = [(k, Lit(_encode(v, "raw")), isinstance(v, str)) for k, v in arguments.items()]
-        out.append(_one_call(codec, name, Lit(_encode(dict(arguments), vals.style, vals.delims)), params))
+        out.append(_one_call(codec, name, Lit(_encode(dict(arguments), vals.style, vals.delims, vals.seps)), params))
     return out
 
 
