@@ -390,11 +390,12 @@ def test_pinned_texts_grammar_and_parser_agree(name: str, text: str, calls: Any)
 
 @pytest.mark.parametrize("name", ["template:bare_json_array.jinja", "template:pythonic_odd_brackets.jinja",
                                   "template:name_tag_close.jinja", "template:mutable_call_ids.jinja",
-                                  "template:shell_flags.jinja"])
+                                  "template:shell_flags.jinja", "template:id_attribute_opener.jinja",
+                                  "template:id_before_name.jinja", "template:delimited_strings_seps.jinja"])
 def test_pinned_layouts_parse_back_and_are_accepted(name: str) -> None:
     """The live layout of one call (the name again in a ``</call:{name}>`` trailer, an id suffix
-    with a '/', pythonic calls without brackets, a bare JSON list) parses back, and every text
-    grammar accepts it."""
+    with a '/', pythonic calls without brackets, a bare JSON list, a native call id before the
+    name, a relaxed object with its own separators) parses back, and every text grammar accepts it."""
     prof = _DERIVED[name]
     text = example_calls(prof, _A_CALL)
     res = autoparser.parse(text, prof, tools=_A_TOOLS)
