@@ -236,8 +236,3 @@ def response_template(profile: Profile) -> ResponseTemplateExport:
         anchor_open = f"(?=(?:{o})\\s*\\Z)|(?<!(?:{o})\\s*)"
     template = {"defaults": {"role": "assistant"}, "start_anchor_pattern": anchor_open + r"\Z", "fields": fields}
     return ResponseTemplateExport(template, tuple(dict.fromkeys(losses)))
-
-
-def response_template_json(profile: Profile) -> str:
-    """``{"response_template": ...}`` as pretty JSON (what ``--emit response-template`` prints)."""
-    return json.dumps(response_template(profile).tokenizer_config(), ensure_ascii=False, indent=2) + "\n"

@@ -179,8 +179,7 @@ def canonical(node: Node, memo: dict[int, Node] | None = None) -> Node:
         elif isinstance(node, Alt):  # not deduplicated: an example's k-th call is its k-th item
             out = Alt(tuple(canonical(i, memo) for i in node.items))
         elif isinstance(node, Rep):
-            item = canonical(node.item, memo)
-            out = item if node.lo == node.hi == 1 else Rep(item, canonical(node.sep, memo), node.lo, node.hi)
+            out = Rep(canonical(node.item, memo), canonical(node.sep, memo), node.lo, node.hi)
         elif isinstance(node, Ref | Excluding):
             raise GrammarError(f"{node!r} has no canonical spelling")
         memo[id(node)] = out
@@ -194,7 +193,8 @@ def has_schema(node: Node) -> bool:
 
 
 def _times(lo: int, hi: int | None) -> str:
-    return {(0, None): "*", (1, None): "+", (0, 1): "?", (1, 1): ""}.get((lo, hi), f"{{{lo},{'' if hi is None else hi}}}")
+    fixed = {(0, None): "*", (1, None): "+", (0, 1): "?", (1, 1): ""}
+    return fixed.get((lo, hi), f"{{{lo},{'' if hi is None else hi}}}")
 
 
 def to_regex(node: Node) -> str:
@@ -286,6 +286,8 @@ def to_spec(node: Node) -> dict[str, Any]:
 def triggered(tree: Node) -> dict[str, Any]:
     """``TriggeredTags`` with one tag that begins with the block's leading literal (the trigger)."""
     tree = canonical(tree)
+    if isinstance(tree, Rep) and tree.lo == tree.hi == 1:
+        tree = tree.item
     if isinstance(tree, Alt):  # ``a X | a Y`` as ``a (X | Y)``
         parts = [list(i.items) if isinstance(i, Seq) else [i] for i in tree.items]
         heads = [p[0].text if isinstance(p[0], Lit) else "" for p in parts]
@@ -294,7 +296,8 @@ def triggered(tree: Node) -> dict[str, Any]:
             while not h.startswith(prefix):
                 prefix = prefix[:-1]
         if prefix:
-            tree = seq(Lit(prefix), alt([seq(Lit(h[len(prefix):]), *p[1:]) for h, p in zip(heads, parts, strict=True)]))
+            rests = [seq(Lit(h[len(prefix):]), *p[1:]) for h, p in zip(heads, parts, strict=True)]
+            tree = seq(Lit(prefix), alt(rests))
     items = list(tree.items) if isinstance(tree, Seq) else [tree]
     head = items.pop(0)
     if not isinstance(head, Lit) or not head.text.strip():
