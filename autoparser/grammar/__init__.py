@@ -89,10 +89,10 @@ def example_calls(profile: Profile, calls: Sequence[tuple[str, Mapping[str, Any]
     """``calls`` written exactly as :func:`grammar_for` lays them out (each argument a ``const``)."""
     if not calls:
         raise GrammarError("no calls to write")
-    layout = _layout(profile, {n: {} for n, _ in calls})  # checks the profile and the names
-    layout.tools = [(n, {"type": "object", "required": list(a), "properties": {
+    _layout(profile, {n: {} for n, _ in calls})  # checks the profile and the names
+    consts = [(n, {"type": "object", "required": list(a), "properties": {
         k: {"const": v, "type": _JTYPES.get(type(v), "null")} for k, v in a.items()}}) for n, a in calls]
-    return render(layout.tree((len(calls), len(calls))))
+    return render(Layout(profile, consts).tree((len(calls), len(calls))))
 
 
 def reasoning_spec(profile: Profile, text_pattern: str, then_pattern: str, *,
