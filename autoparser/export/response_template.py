@@ -14,7 +14,6 @@ raises ExportError.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from typing import Any

@@ -195,7 +195,8 @@ class Values:
                           members(value) if obj else value)
         if not obj:
             return choice(scalar, value)
-        rx_key = Re(r"[A-Za-z_][A-Za-z0-9_]{0,63}" + regex_literal(kv) if relaxed else r'"[A-Za-z_][A-Za-z0-9_]{0,63}": ')
+        word = "[A-Za-z_][A-Za-z0-9_]{0,63}"
+        rx_key = Re(word + regex_literal(kv) if relaxed else f'"{word}": ')
         return choice(seq(Lit("{"), Rep(seq(rx_key, scalar), Lit(sep if relaxed else ", "), 0, None), Lit("}")),
                       members(value))
 
@@ -355,7 +356,7 @@ class Layout:
         if c.kind == "name_json":
             trailer = c.trailer.strip(_WS)
             parts = trailer.split("{name}") if trailer else []  # a trailer may write the name again
-            tail = [x for i, p in enumerate(parts) for x in ((self.name(name), pattern(p)) if i else (pattern(p),))]
+            tail = [x for i, p in enumerate(parts) for x in ([self.name(name)] if i else []) + [pattern(p)]]
             lead = Ws(c.trailer[: len(c.trailer) - len(c.trailer.lstrip(_WS))]) if trailer else EMPTY
             return seq(self.header(c, name), Ws(), v.arguments(schema), lead, *tail)
         props = (schema.get("properties") or {}) if schema is not None else {}
@@ -424,7 +425,7 @@ class Layout:
         banned = "".join(escape(ch, "\\]-^[") for ch in sorted(set(mid1.strip() or ">") | set("<>\"\n")))
         key_node = Lit(key) if key is not None else star(Cls("^" + banned), 1)
         post_parts = post.strip(_WS).split("{key}")
-        post_node = seq(*[x for i, p in enumerate(post_parts) for x in ((key_node, pattern(p)) if i else (pattern(p),))])
+        post_node = seq(*[x for i, p in enumerate(post_parts) for x in ([key_node] if i else []) + [pattern(p)]])
         stop = post.strip(_WS).replace("{key}", key) if key is not None else post_parts[0]
         lead_text = mid2 if has_string else mid1
         lead, trail = lead_text[len(lead_text.rstrip(_WS)):], post[: len(post) - len(post.lstrip(_WS))]

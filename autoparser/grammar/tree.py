@@ -376,7 +376,8 @@ class _Printer:
             items = node.items if isinstance(node, Seq | Alt | Choice) else (
                 (node.item, node.sep) if isinstance(node, Rep) else (node.body,) if isinstance(node, Rule) else ())
             found = [self.forcing_only(i) for i in items]
-            self.forcing[key] = isinstance(node, Re | Schema) or (all(found) if isinstance(node, Choice) else any(found))
+            both = all(found) if isinstance(node, Choice) else any(found)  # a Choice keeps its printable spellings
+            self.forcing[key] = isinstance(node, Re | Schema) or both
         return self.forcing[key]
 
     def expr(self, node: Node) -> str:
