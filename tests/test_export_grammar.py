@@ -9,75 +9,18 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import autoparser
-from autoparser.export import ExportError, build_grammar, emit
+from autoparser.export import ExportError, GrammarExport, build_grammar, emit
 from autoparser.grammar import grammar_dialects
 from autoparser.wire import read_tools
 
 llg = pytest.importorskip("llguidance")
 
-
-_TOKEN = re.compile(r'\s*(?:(?P<str>"(?:[^"\\]|\\.)*")|(?P<cls>\[(?:[^\]\\]|\\.)*\])'
-                    r"|(?P<name>[a-zA-Z0-9-]+)|(?P<op>[()|*+?]))")
-_ESC = {"n": "\n", "r": "\r", "t": "\t"}
-_CONTROL = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
-
-
-def _unescape_one(m: re.Match[str]) -> str:
-    e = m.group(1)
-    if e[0] == "x" and len(e) == 3:
-        return chr(int(e[1:], 16))
-    return _ESC.get(e, e)
-
-
-def _unescape(lit: str) -> str:
-    body = lit[1:-1]
-    return re.sub(r"\\(x[0-9A-Fa-f]{2}|.)", _unescape_one, body)
-
-
-def gbnf_to_char_lark(g: str) -> str:
-    """GBNF to llguidance Lark with one-character terminals.
-
-    llguidance lexes greedily; with multi-character terminals it rejects some texts a
-    character-level engine (llama.cpp, xgrammar) accepts. One-character terminals make its Earley
-    parser decide exactly what the GBNF grammar says.
-    """
-    out = ["%llguidance {}", ""]
-    for line in g.splitlines():
-        if not line or line.startswith("#"):
-            continue
-        name, body = line.split(" ::= ", 1)
-        toks = []
-        pos = 0
-        while pos < len(body):
-            m = _TOKEN.match(body, pos)
-            if not m:
-                if body[pos:].strip() == "":
-                    break
-                raise ValueError(body[pos:])
-            pos = m.end()
-            if m.group("str") is not None:
-                s = _unescape(m.group("str"))
-                chars = " ".join("/" + _CONTROL.get(c, re.escape(c).replace("/", "\\/")) + "/" for c in s)
-                toks.append(f"( {chars} )" if len(s) > 1 else chars or '""')
-            elif m.group("cls") is not None:
-                toks.append("/" + m.group("cls").replace("/", "\\/") + "/")
-            elif m.group("name") is not None:
-                toks.append(m.group("name").replace("-", "_") if m.group("name") != "root" else "start")
-            else:
-                toks.append(m.group("op"))
-        out.append(f"{name.replace('-', '_') if name != 'root' else 'start'}: {' '.join(toks)}")
-    return "\n".join(out) + "\n"
-
-
-def any_to_lark(g: str) -> str:
-    return gbnf_to_char_lark(g)
 
 PEERS = Path(__file__).resolve().parents[1].parent / "shared" / "conformance" / "peer-cases.json"
 #: dialects the issue requires, plus every other one with a tool-call format
@@ -117,17 +60,20 @@ def _matcher(lark: str) -> Any:
     return m
 
 
-def accepts_gbnf(grammar: str, text: str) -> bool:
-    m = _matcher(any_to_lark(grammar))
+def accepts(grammar: GrammarExport, text: str) -> bool:
+    """Whether llguidance accepts ``text`` by the export's own Lark print."""
+    m = _matcher(grammar.lark)
     return bool(m.consume_tokens(list(text.encode()))) and bool(m.is_accepting())
 
 
-def accepts_structural_tag(doc: str, text: str) -> bool:
-    d = json.loads(doc)["format"]
-    tags = [llg.StructTag(trigger=t["begin"], begin=t["begin"], end=t["end"],
-                          grammar=any_to_lark(t["content"]["grammar"]).replace("%llguidance {}\n", ""))
-            for t in d["tags"]]
-    g = llg.StructTag.to_grammar(tags, assume_special=False)
+def _struct_tags(g: GrammarExport) -> Any:
+    tags = [llg.StructTag(trigger=begin, begin=begin, end="", grammar=lark.replace("%llguidance {}\n", ""))
+            for begin, lark in json.loads(g.lark)]
+    return llg.StructTag.to_grammar(tags, assume_special=False)
+
+
+def accepts_structural_tag(g: GrammarExport, text: str) -> bool:
+    g = _struct_tags(g)
     m = llg.LLMatcher(_TOK, g, log_level=0)
     assert not m.is_error(), m.get_error()
     return bool(m.consume_tokens(list(text.encode()))) and bool(m.is_accepting())
@@ -279,9 +225,9 @@ def test_gbnf_accepts_clean_tool_calls_and_rejects_malformed(case: dict[str, Any
                                                              part: str) -> None:
     prof = autoparser.get_profile(case["dialect"])
     g = build_grammar(prof, case["tools"], "gbnf")
-    assert accepts_gbnf(g.text, part), part
+    assert accepts(g, part), part
     for kind, bad in _mutations(case["dialect"], part, case):
-        assert not accepts_gbnf(g.text, bad), f"{kind}: {bad!r}"
+        assert not accepts(g, bad), f"{kind}: {bad!r}"
 
 
 @needs_shared
@@ -289,11 +235,11 @@ def test_gbnf_accepts_clean_tool_calls_and_rejects_malformed(case: dict[str, Any
 def test_ebnf_accepts_prose_then_calls(case: dict[str, Any], prose: str, part: str) -> None:
     prof = autoparser.get_profile(case["dialect"])
     g = build_grammar(prof, case["tools"], "ebnf")
-    assert accepts_gbnf(g.text, prose + part)
-    assert accepts_gbnf(g.text, "Just an answer, no call.")
+    assert accepts(g, prose + part)
+    assert accepts(g, "Just an answer, no call.")
     if all(len(t) > 1 for t in (*g.triggers, *g.start_triggers)):
         # with a one-character trigger ("[") prose may contain anything, so a cut call is prose
-        assert not accepts_gbnf(g.text, prose + part[:-3])
+        assert not accepts(g, prose + part[:-3])
 
 
 @needs_shared
@@ -306,9 +252,9 @@ def test_structural_tag_accepts_prose_then_calls(case: dict[str, Any], prose: st
         pytest.skip("no literal trigger for a structural tag")
     if not any(part.startswith(t) for t in g.triggers):
         pytest.skip("this vector's calls start with a lookahead marker (not a structural-tag trigger)")
-    assert accepts_structural_tag(g.text, prose + part)
+    assert accepts_structural_tag(g, prose + part)
     bad = _insert_after_trigger(case["dialect"], part, "@@garbage@@")
-    assert not accepts_structural_tag(g.text, prose + bad)
+    assert not accepts_structural_tag(g, prose + bad)
 
 
 def test_every_dialect_with_tool_markers_is_covered() -> None:
@@ -319,9 +265,9 @@ def test_every_dialect_with_tool_markers_is_covered() -> None:
 
 
 def test_no_tools_still_enforces_the_shape() -> None:
-    g = build_grammar(autoparser.get_profile("hermes"), None, "gbnf").text
-    assert accepts_gbnf(g, '<tool_call>\n{"name": "anything", "arguments": {"x": [1, {"y": null}]}}\n</tool_call>')
-    assert not accepts_gbnf(g, '<tool_call>\n{"name": "anything"}\n</tool_call>')
+    g = build_grammar(autoparser.get_profile("hermes"), None, "gbnf")
+    assert accepts(g, '<tool_call>\n{"name": "anything", "arguments": {"x": [1, {"y": null}]}}\n</tool_call>')
+    assert not accepts(g, '<tool_call>\n{"name": "anything"}\n</tool_call>')
 
 
 def test_schema_types_are_enforced() -> None:
@@ -330,29 +276,29 @@ def test_schema_types_are_enforced() -> None:
                                          "tags": {"type": "array", "items": {"type": "string"}}},
         "required": ["n"]}}}]
     prof = autoparser.get_profile("hermes")
-    g = build_grammar(prof, tools, "gbnf").text
+    g = build_grammar(prof, tools, "gbnf")
     ok = '<tool_call>{"name": "f", "arguments": {"n": 3, "u": "c", "tags": ["a", "b"]}}</tool_call>'
-    assert accepts_gbnf(g, ok)
-    assert not accepts_gbnf(g, ok.replace('"n": 3', '"n": "3"'))
-    assert not accepts_gbnf(g, ok.replace('"c"', '"k"'))
-    assert not accepts_gbnf(g, ok.replace('["a", "b"]', '["a", 2]'))
-    assert not accepts_gbnf(g, '<tool_call>{"name": "f", "arguments": {"u": "c"}}</tool_call>')
-    q = build_grammar(autoparser.get_profile("qwen3-coder"), tools, "gbnf").text
+    assert accepts(g, ok)
+    assert not accepts(g, ok.replace('"n": 3', '"n": "3"'))
+    assert not accepts(g, ok.replace('"c"', '"k"'))
+    assert not accepts(g, ok.replace('["a", "b"]', '["a", 2]'))
+    assert not accepts(g, '<tool_call>{"name": "f", "arguments": {"u": "c"}}</tool_call>')
+    q = build_grammar(autoparser.get_profile("qwen3-coder"), tools, "gbnf")
     xml = "<tool_call>\n<function=f>\n<parameter=n>\n{}\n</parameter>\n</function>\n</tool_call>"
-    assert accepts_gbnf(q, xml.format("42"))
-    assert not accepts_gbnf(q, xml.format("forty-two"))
+    assert accepts(q, xml.format("42"))
+    assert not accepts(q, xml.format("forty-two"))
 
 
 def test_pythonic_and_relaxed_values() -> None:
     tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {
         "type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
         "required": ["city"]}}}]
-    py = build_grammar(autoparser.get_profile("pythonic"), tools, "gbnf").text
-    assert accepts_gbnf(py, "[get_weather(city='Paris', days=3)]")
-    assert not accepts_gbnf(py, "[get_weather(days=3)]")
-    gem = build_grammar(autoparser.get_profile("gemma4"), tools, "gbnf").text
-    assert accepts_gbnf(gem, '<|tool_call>call:get_weather{city:<|"|>Paris<|"|>,days:2}<tool_call|>')
-    assert not accepts_gbnf(gem, '<|tool_call>call:get_weather{city:2}<tool_call|>')
+    py = build_grammar(autoparser.get_profile("pythonic"), tools, "gbnf")
+    assert accepts(py, "[get_weather(city='Paris', days=3)]")
+    assert not accepts(py, "[get_weather(days=3)]")
+    gem = build_grammar(autoparser.get_profile("gemma4"), tools, "gbnf")
+    assert accepts(gem, '<|tool_call>call:get_weather{city:<|"|>Paris<|"|>,days:2}<tool_call|>')
+    assert not accepts(gem, '<|tool_call>call:get_weather{city:2}<tool_call|>')
 
 
 def test_errors_are_clear() -> None:
@@ -360,7 +306,7 @@ def test_errors_are_clear() -> None:
         build_grammar(autoparser.get_profile("think"), None, "gbnf")
     with pytest.raises(ExportError, match="Harmony header"):
         emit(autoparser.get_profile("harmony"), "ebnf", {"get weather": {}})
-    with pytest.raises(ExportError, match="valid: ebnf, gbnf, structural-tag"):
+    with pytest.raises(ExportError, match="valid: ebnf, gbnf, lark, structural-tag"):
         build_grammar(autoparser.get_profile("hermes"), None, "bnf")  # type: ignore[arg-type]
 
 
@@ -425,24 +371,24 @@ HARMONY_BAD = {
 }
 
 
-def _harmony(fmt: str, tools: object = _H_TOOLS) -> str:
-    return build_grammar(autoparser.get_profile("harmony"), tools, fmt).text  # type: ignore[arg-type]
+def _harmony(fmt: str, tools: object = _H_TOOLS) -> GrammarExport:
+    return build_grammar(autoparser.get_profile("harmony"), tools, fmt)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("kind", list(HARMONY_OK))
 def test_harmony_accepts_what_gpt_oss_writes(kind: str) -> None:
     text = HARMONY_OK[kind]
-    assert accepts_gbnf(_harmony("gbnf"), text)
-    assert accepts_gbnf(_harmony("ebnf"), text)
-    assert accepts_gbnf(_harmony("ebnf"), "Some prose first. " + text)
+    assert accepts(_harmony("gbnf"), text)
+    assert accepts(_harmony("ebnf"), text)
+    assert accepts(_harmony("ebnf"), "Some prose first. " + text)
     assert accepts_structural_tag(_harmony("structural-tag"), "Some prose first. " + text)
 
 
 @pytest.mark.parametrize("kind", list(HARMONY_BAD))
 def test_harmony_rejects_malformed_turns(kind: str) -> None:
     text, tag_rejects = HARMONY_BAD[kind]
-    assert not accepts_gbnf(_harmony("gbnf"), text)
-    assert not accepts_gbnf(_harmony("ebnf"), text)
+    assert not accepts(_harmony("gbnf"), text)
+    assert not accepts(_harmony("ebnf"), text)
     if tag_rejects:
         assert not accepts_structural_tag(_harmony("structural-tag"), text)
 
@@ -469,11 +415,11 @@ def test_harmony_accepted_text_never_holds_an_unconstrained_call(fmt: str) -> No
             if not starts:
                 continue
             text = text[min(starts):]
-            ok = accepts_gbnf(g.text, text)
+            ok = accepts(g, text)
         elif fmt == "ebnf":
-            ok = accepts_gbnf(g.text, text)
+            ok = accepts(g, text)
         else:
-            ok = accepts_structural_tag(g.text, text)
+            ok = accepts_structural_tag(g, text)
         if not ok:
             continue
         accepted += 1
@@ -504,13 +450,9 @@ def test_harmony_soundness_on_random_texts() -> None:
     for fmt in ("gbnf", "ebnf", "structural-tag"):
         g = build_grammar(prof, _H_TOOLS, fmt)
         if fmt == "structural-tag":
-            d = json.loads(g.text)["format"]
-            tags = [llg.StructTag(trigger=t["begin"], begin=t["begin"], end=t["end"],
-                                  grammar=any_to_lark(t["content"]["grammar"]).replace("%llguidance {}\n", ""))
-                    for t in d["tags"]]
-            compiled = llg.StructTag.to_grammar(tags, assume_special=False)
+            compiled = _struct_tags(g)
         else:
-            compiled = llg.LLMatcher.grammar_from_lark(any_to_lark(g.text))
+            compiled = llg.LLMatcher.grammar_from_lark(g.lark)
         matchers[fmt] = (g.triggers if fmt == "gbnf" else (), compiled)
     rng = random.Random(20240611)
     seeds = list(HARMONY_OK.values())
@@ -551,9 +493,9 @@ def test_harmony_grammar_is_derived_from_the_messages_spec() -> None:
     assert [(c.name, c.arguments) for c in res.tool_calls] == [("get_time", {"tz": "UTC"})]
     g = build_grammar(prof, _H_TOOLS, "gbnf")
     assert g.triggers == ("<C>", "<S>")
-    assert accepts_gbnf(g.text, text)
-    assert not accepts_gbnf(g.text, HARMONY_OK["canonical"])
-    assert not accepts_gbnf(g.text, text.replace("thinking", "analysis"))  # not a reasoning channel here
+    assert accepts(g, text)
+    assert not accepts(g, HARMONY_OK["canonical"])
+    assert not accepts(g, text.replace("thinking", "analysis"))  # not a reasoning channel here
     assert "<|" not in g.text
 
 
@@ -565,7 +507,7 @@ def test_harmony_grammar_accepts_the_live_layout() -> None:
     text = example_calls(prof, [("get_weather", {"city": "Paris", "days": 2})])
     assert text == _CALL
     for fmt in ("gbnf", "ebnf"):
-        assert accepts_gbnf(_harmony(fmt), text)
+        assert accepts(_harmony(fmt), text)
     assert accepts_structural_tag(_harmony("structural-tag"), text)
 
 
@@ -574,9 +516,9 @@ def test_harmony_triggers_and_no_tools() -> None:
     assert g.triggers == ("<|channel|>", "<|start|>") and g.start_triggers == ()
     assert '["<|channel|>", "<|start|>"]' in g.text.splitlines()[2]
     anything = '<|channel|>commentary to=functions.any_tool <|constrain|>json<|message|>{"x": [1, {"y": null}]}'
-    assert accepts_gbnf(g.text, anything)
-    assert not accepts_gbnf(g.text, anything.replace('{"x": [1, {"y": null}]}', '"x"'))
-    st = json.loads(_harmony("structural-tag"))["format"]
+    assert accepts(g, anything)
+    assert not accepts(g, anything.replace('{"x": [1, {"y": null}]}', '"x"'))
+    st = json.loads(_harmony("structural-tag").text)["format"]
     assert st["triggers"] == ["<|channel|>", "<|start|>"]
     assert [t["begin"] for t in st["tags"]] == st["triggers"]
     with pytest.raises(ExportError, match="Harmony header"):

@@ -1,18 +1,40 @@
-"""The parser and the grammars, checked against each other both ways (issue 18), per builtin dialect.
+"""The parser and the grammars, checked against each other both ways (issue 18).
+
+Profiles: every builtin dialect with a tool-call format, and every profile derived from
+``fixtures/templates`` (``known=False``) whose wire format differs from all of those and from
+each other (the profile minus its name, provenance, confidence and evidence). A derived profile
+the grammar builders cannot serve (the ``pattern`` codec, no tool-call format, markers and Harmony
+headers together) must be refused with :class:`GrammarError` by every builder
+(``test_unsupported_profiles_are_refused``), never handed a grammar.
 
 Random tool sets (names with ``.``, ``:``, ``-``; every JSON type and the common Python spellings;
-enums, nested objects, arrays, ``$ref`` into ``$defs``; OpenAI, flat and Anthropic shapes) and
-random valid calls for them:
+enums, nested objects, arrays, ``$ref`` into ``$defs``; OpenAI, flat and Anthropic shapes; string
+values that are the words ``null``, ``true``, ``false``, ``none``; strings with ``pattern`` and
+length bounds and numbers with ranges) and random valid calls for them:
 
 (a) the profile's own layout of the calls (``example_calls``, the text the live grammar forces)
-    parses back to exactly those calls with no issue, matches the live grammar, and is accepted by
-    the exported GBNF grammar (run by llguidance as Lark with one-character terminals);
+    parses back to exactly those calls with no issue, matches the live grammar's regex, and is
+    accepted by the exported GBNF and EBNF grammars and the structural tag (when the call starts
+    at one of its triggers), each run by llguidance;
 (b) strings derived at random from the exported GBNF grammar (``grammar_sampler``; each also
-    checked by llguidance) parse to calls of the listed tools whose arguments validate against
-    their schema, with no issue.
+    checked by llguidance) parse to calls of the listed tools with no issue, and their arguments
+    validate against their schema except for the constraints the text grammars widen
+    (``WIDENED``): a call whose only problems are such constraints is flagged ``invalid`` with a
+    ``schema_mismatch`` issue, and nothing else.
 
-A tool name a format cannot write (``ns:get_time`` as a Python callee) must make both grammar
-builders refuse the tool set rather than force text the parser would not read.
+What each back-end enforces of a schema: the text grammars (GBNF, EBNF, structural tag) the
+types, ``enum``/``const``, object properties (``required``, schema order, no others), array
+items, ``anyOf``/``oneOf``, ``nullable``; they widen ``pattern``, ``minLength``/``maxLength``,
+``minimum``/``maximum`` and the rest of ``WIDENED`` to the type. The live grammar
+(``grammar_for``) also enforces ``pattern`` and string length bounds, and narrows integer and
+number ranges only to a sign and a digit count.
+
+Each hypothesis example (a tool set and a call) is checked on every profile of a group (builtin
+dialects, derived formats): drawing the example costs as much as checking it on one profile.
+``AUTOPARSER_PROPERTY_EXAMPLES=N`` sets the examples (default 200; ``=2000`` is the slow run);
+``AUTOPARSER_PROPERTY_NO_SHRINK=1`` reports the first failing example as found;
+``AUTOPARSER_PROPERTY_KEEP_GOING=1`` runs every example on the profiles that have not failed yet and
+lists each failed profile's first failure; ``AUTOPARSER_PROPERTY_PROFILE=NAME`` checks one profile.
 """
 
 from __future__ import annotations
@@ -21,6 +43,8 @@ import json
 import os
 import random
 import re
+from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -29,30 +53,80 @@ from hypothesis import strategies as st
 
 import autoparser
 from autoparser.dialects import dialects
+from autoparser.engine.issues import IssueCode
 from autoparser.engine.values import check_arguments
 from autoparser.errors import AutoparserError
 from autoparser.export import build_grammar
-from autoparser.grammar import example_calls, grammar_for
+from autoparser.grammar import GrammarError, example_calls, grammar_for
 from autoparser.wire import normalized, read_tools, writable
 
 pytest.importorskip("llguidance")
+import soups
 from grammar_sampler import GbnfSampler
-from test_export_grammar import _matcher, any_to_lark
+from test_export_grammar import _TOK, _matcher, _struct_tags, llg
 
-
-def _covered() -> list[str]:
-    out = []
-    for d in dialects():
-        p = autoparser.get_profile(d.name)
-        if (p.tools is not None and p.tools.codec.kind != "pattern") or (p.tools is None and p.messages is not None):
-            out.append(d.name)
-    return out
-
-
-DIALECTS = _covered()
-EXAMPLES = 200
+#: the profile fields that decide what the parser reads (the rest is provenance and prompting)
+WIRE_FIELDS = ("reasoning", "content_open", "content_close", "strip", "tools", "messages", "special_markers")
+#: schema keywords the text grammars widen to the type (a value may break them; the parser says so)
+WIDENED = frozenset({"pattern", "minLength", "maxLength", "minimum", "maximum", "exclusiveMinimum",
+                     "exclusiveMaximum", "multipleOf", "format", "minItems", "maxItems", "uniqueItems"})
+_ENV = os.environ.get("AUTOPARSER_PROPERTY_EXAMPLES")
+EXAMPLES = int(_ENV) if _ENV else 200
+DERIVED_EXAMPLES = int(_ENV) if _ENV else 200
 #: AUTOPARSER_PROPERTY_NO_SHRINK=1 reports the first failing example as found (quicker to debug)
 _PHASES = [p for p in Phase if p is not Phase.shrink or not os.environ.get("AUTOPARSER_PROPERTY_NO_SHRINK")]
+
+
+# -- the profiles ----------------------------------------------------------------------------------
+
+
+def wire_key(profile: autoparser.Profile) -> str:
+    data = profile.to_dict()
+    return json.dumps({k: data.get(k) for k in WIRE_FIELDS}, sort_keys=True)
+
+
+def grammar_supported(profile: autoparser.Profile) -> bool:
+    """Whether the grammar builders serve this profile (the test asserts the others are refused)."""
+    if profile.tools is not None:
+        return profile.messages is None and all(
+            c.kind != "pattern" for c in (profile.tools.codec, profile.tools.alt_codec) if c is not None)
+    return profile.messages is not None
+
+
+def _builtins() -> dict[str, autoparser.Profile]:
+    return {d.name: autoparser.get_profile(d.name) for d in dialects()}
+
+
+_PROFILES: dict[str, autoparser.Profile] = {}
+_UNSUPPORTED: dict[str, autoparser.Profile] = {}
+_DERIVED: dict[str, autoparser.Profile] = {}  # every derived profile, before the dedupe
+
+
+def _collect(config: pytest.Config) -> None:
+    """Builtin dialects, then each new wire format among the profiles the fixture templates derive."""
+    if _PROFILES:
+        return
+    seen: set[str] = set()
+    for name, prof in _builtins().items():
+        seen.add(wire_key(prof))
+        if grammar_supported(prof):
+            _PROFILES[name] = prof
+    cache = getattr(config, "cache", None)  # derived once, shared with test_fuzz's cache
+    where = Path(cache.mkdir("autoparser-fuzz")) if cache is not None else None
+    for target in soups.template_targets(where):
+        _DERIVED[target.name] = target.profile
+        key = wire_key(target.profile)
+        if key in seen:
+            continue
+        seen.add(key)
+        (_PROFILES if grammar_supported(target.profile) else _UNSUPPORTED)[target.name] = target.profile
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    _collect(metafunc.config)
+    if "unsupported" in metafunc.fixturenames:
+        metafunc.parametrize("unsupported", sorted(_UNSUPPORTED))
+
 
 # -- random tool sets ------------------------------------------------------------------------------
 
@@ -61,14 +135,30 @@ _NAME = st.builds(lambda a, seps: a + "".join(s + w for s, w in seps), _WORD,
                   st.lists(st.tuples(st.sampled_from(".:-"), _WORD), max_size=2))
 _KEY = st.builds(str.__add__, st.sampled_from("abcdefgh"), st.text("abcxyz09_", max_size=5))
 _SCALAR = st.sampled_from(["string", "str", "integer", "int", "number", "float", "boolean", "bool"])
-_TEXT = st.text(st.sampled_from("abcxyzKLM0179 _-.:,é"), min_size=1, max_size=8).map(str.strip).filter(
-    lambda s: bool(s) and s.lower() not in ("null", "none", "true", "false"))
+#: the JSON (and Python) constant words, which raw-text formats write bare as strings too
+_WORDS = ("null", "true", "false", "none", "None", "NULL", "True")
+_TEXT = st.one_of(
+    st.text(st.sampled_from("abcxyzKLM0179 _-.:,é"), min_size=1, max_size=8).map(str.strip).filter(bool),
+    st.sampled_from(_WORDS))
+#: constrained scalars: (schema, strategy for its valid values)
+_CONSTRAINED: list[tuple[dict[str, Any], st.SearchStrategy[Any]]] = [
+    ({"type": "string", "pattern": "^[a-z]{2,4}$"}, st.text("abcxyz", min_size=2, max_size=4)),
+    ({"type": "string", "pattern": "^[0-9]+(-[0-9]+)?$"},
+     st.builds(lambda a, b: a + ("-" + b if b else ""), st.text("0123456789", min_size=1, max_size=3),
+               st.text("0123456789", max_size=2))),
+    ({"type": "string", "minLength": 2, "maxLength": 5}, _TEXT.filter(lambda s: 2 <= len(s) <= 5)),
+    ({"type": "integer", "minimum": 0, "maximum": 50}, st.integers(0, 50)),
+    ({"type": "integer", "minimum": 3, "maximum": 7}, st.integers(3, 7)),
+    ({"type": "number", "minimum": -1.5, "maximum": 10}, st.sampled_from([-1.5, 0, 2.25, 10])),
+    ({"type": "integer", "exclusiveMinimum": 0}, st.integers(1, 999)),
+]
 
 
 def _schema(depth: int) -> st.SearchStrategy[dict[str, Any]]:
     leaves = st.one_of(
         _SCALAR.map(lambda t: {"type": t}),
         st.lists(_TEXT, min_size=1, max_size=3, unique=True).map(lambda v: {"type": "string", "enum": v}),
+        st.sampled_from([s for s, _ in _CONSTRAINED]),
     )
     if depth <= 0:
         return leaves
@@ -118,6 +208,9 @@ _TOOLS = st.lists(
 def _value(schema: dict[str, Any]) -> st.SearchStrategy[Any]:
     if "enum" in schema:
         return st.sampled_from(schema["enum"])
+    for constrained, values in _CONSTRAINED:
+        if schema == constrained:
+            return values
     kind = schema.get("type")
     if kind == "string":
         return _TEXT
@@ -147,6 +240,38 @@ def _refused(fn: Any) -> bool:
     return False
 
 
+class _Grammars:
+    """The exported grammars of one profile and tool set, compiled once (hypothesis repeats tool
+    sets while it varies the calls)."""
+
+    def __init__(self, prof: autoparser.Profile, tools_json: str) -> None:
+        tools = json.loads(tools_json)
+        self.gbnf = build_grammar(prof, tools, "gbnf").text
+        self.matcher = _matcher(build_grammar(prof, tools, "lark").text)
+        self.ebnf = _matcher(build_grammar(prof, tools, "ebnf").lark)
+        self.tag: Any = None
+        self.tag_triggers: tuple[str, ...] = ()
+        try:
+            tag = build_grammar(prof, tools, "structural-tag")
+        except AutoparserError as exc:
+            assert "cannot trigger" in str(exc), exc  # a format whose calls start with a lookahead marker
+        else:
+            self.tag, self.tag_triggers = _tag_matcher(tag), tag.triggers
+        self.sampler = GbnfSampler(self.gbnf)
+
+
+def _tag_matcher(tag: Any) -> Any:
+    """llguidance's matcher for a structural tag (each tag's content grammar by its Lark print)."""
+    m = llg.LLMatcher(_TOK, _struct_tags(tag), log_level=0)
+    assert not m.is_error(), m.get_error()
+    return m
+
+
+@lru_cache(maxsize=512)
+def _grammars(key: str, tools_json: str) -> _Grammars:
+    return _Grammars(_PROFILES[key], tools_json)
+
+
 def _accepts(matcher: Any, text: str) -> bool:
     """Whether llguidance accepts ``text`` whole (the matcher is reset, so it serves again)."""
     matcher.reset()
@@ -158,55 +283,192 @@ def _reasoning(prof: autoparser.Profile) -> str | None:
     return "auto" if prof.reasoning is not None else None
 
 
-def _check_parsed(text: str, prof: autoparser.Profile, tools: list[dict[str, Any]],
-                  schemas: dict[str, dict[str, Any]]) -> None:
+def check_sample(text: str, prof: autoparser.Profile, tools: list[dict[str, Any]],
+                 schemas: dict[str, dict[str, Any]]) -> None:
+    """(b) for one text a text grammar accepts: valid calls, or calls flagged for a widened constraint."""
     res = autoparser.parse(text, prof, tools=tools, reasoning=_reasoning(prof))
     assert res.tool_calls or prof.messages is not None, text  # a Harmony turn may end in a final answer
-    assert not res.issues, (text, [str(i) for i in res.issues])
+    flagged = False
     for call in res.tool_calls:
-        assert call.name in schemas and call.status == "ok", (text, call)
-        assert not check_arguments(call.arguments, schemas[call.name]), (text, call.arguments)
+        assert call.name in schemas, (text, call)
+        problems = check_arguments(call.arguments, schemas[call.name])
+        assert all(p.keyword in WIDENED for p in problems), (text, call.arguments, problems)
+        assert call.status == ("invalid" if problems else "ok"), (text, call, problems)
+        flagged = flagged or bool(problems)
+    issues = {i.code for i in res.issues}
+    assert issues <= ({IssueCode.schema_mismatch} if flagged else set()), (text, [str(i) for i in res.issues])
+    assert not flagged or issues, (text, "a call broke its schema and no issue says so")
 
 
-@pytest.mark.parametrize("dialect", DIALECTS)
-def test_parser_and_grammar_agree(dialect: str) -> None:
-    prof = autoparser.get_profile(dialect)
+def check_one(prof: autoparser.Profile, key: str, tools: list[dict[str, Any]], name: str,
+              args: dict[str, Any], seed: int) -> None:
+    """Both directions for one profile, one tool set and one call of ``name`` with ``args``."""
+    schemas = read_tools(tools)
     kind = prof.tools.codec.kind if prof.tools is not None else None
+    if not all(writable(n, kind) for n in schemas):
+        assert _refused(lambda: build_grammar(prof, tools, "gbnf"))
+        assert _refused(lambda: grammar_for(prof, tools))
+        return
+    # (a) the profile's layout of a valid call: parsed back exactly, accepted by every grammar
+    text = example_calls(prof, [(name, args)])
+    res = autoparser.parse(text, prof, tools=tools, reasoning=_reasoning(prof))
+    assert [(c.name, c.arguments, c.status) for c in res.tool_calls] == [(name, args, "ok")], text
+    assert not res.issues, (text, [str(i) for i in res.issues])
+    g = _grammars(key, json.dumps(tools))
+    assert _accepts(g.matcher, text), ("gbnf", text)
+    assert _accepts(g.ebnf, text), ("ebnf", text)
+    if g.tag is not None and any(text.startswith(t) for t in g.tag_triggers):
+        assert _accepts(g.tag, text), ("structural-tag", text)
+    try:
+        spec = grammar_for(prof, tools)
+    except GrammarError as exc:
+        assert "optional parameters" in str(exc)  # the live layout spells out optional subsets
+    else:
+        if spec["kind"] == "regex":
+            assert re.fullmatch(spec["regex"], text), ("live regex", text)
+    # (b) text the grammar lets a model write: read as valid calls, or flagged for a widened constraint
+    sample = g.sampler.sample(random.Random(seed))
+    assert _accepts(g.matcher, sample), sample
+    check_sample(sample, prof, tools, schemas)
 
-    @settings(max_examples=EXAMPLES, deadline=None, database=None, phases=_PHASES,
+
+def check_profiles(keys: list[str], examples: int) -> None:
+    """``examples`` random tool sets and calls, each checked on every profile of ``keys`` (one
+    hypothesis run for many profiles: drawing the tool sets is half the cost of an example)."""
+
+    @settings(max_examples=examples, deadline=None, database=None, phases=_PHASES,
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
     @given(tools=_TOOLS, data=st.data())
     def run(tools: list[dict[str, Any]], data: st.DataObject) -> None:
         schemas = read_tools(tools)
-        if not all(writable(name, kind) for name in schemas):
-            assert _refused(lambda: build_grammar(prof, tools, "gbnf"))
-            assert _refused(lambda: grammar_for(prof, tools))
-            return
         name = data.draw(st.sampled_from(sorted(schemas)))
         args = data.draw(_value(normalized(schemas[name])))
-        # (a) the profile's layout of a valid call: parsed back exactly, accepted by both grammars
-        text = example_calls(prof, [(name, args)])
-        res = autoparser.parse(text, prof, tools=tools, reasoning=_reasoning(prof))
-        assert [(c.name, c.arguments, c.status) for c in res.tool_calls] == [(name, args, "ok")], text
-        assert not res.issues, (text, [str(i) for i in res.issues])
-        gbnf = build_grammar(prof, tools, "gbnf").text
-        matcher = _matcher(any_to_lark(gbnf))
-        assert _accepts(matcher, text), text
-        try:
-            spec = grammar_for(prof, tools)
-        except AutoparserError as exc:
-            assert "optional parameters" in str(exc)  # the live layout spells out optional subsets
-        else:
-            if spec["kind"] == "regex":
-                assert re.fullmatch(spec["regex"], text), text
-        # (b) text the grammar lets a model write: read as valid calls with no issue
-        sample = GbnfSampler(gbnf).sample(random.Random(data.draw(st.integers(0, 2**32))))
-        assert _accepts(matcher, sample), sample
-        _check_parsed(sample, prof, tools, schemas)
+        seed = data.draw(st.integers(0, 2**32))
+        for key in keys:
+            if key in failed:
+                continue
+            try:
+                check_one(_PROFILES[key], key, tools, name, args, seed)
+            except AssertionError as exc:
+                if not keep_going:
+                    raise AssertionError(f"[{key}] {exc}") from None
+                failed[key] = f"{exc}"[:1500]
 
+    failed: dict[str, str] = {}
+    keep_going = bool(os.environ.get("AUTOPARSER_PROPERTY_KEEP_GOING"))
     run()
+    assert not failed, "\n".join(f"[{k}] {v}" for k, v in failed.items()) + f"\n({len(failed)} profiles failed)"
 
 
-def test_property_covers_every_dialect_with_calls() -> None:
-    assert len(DIALECTS) >= 20 and "harmony" in DIALECTS and "think" not in DIALECTS
-    assert json.dumps(sorted(DIALECTS))
+#: derived wire formats on which the property still fails, and why (issue 18: what is left)
+KNOWN: dict[str, str] = {
+    "template:colon_tool_lines.jinja": "line-based parameters ('{key}: {value}\\n'): the text grammars drop the "
+    "whitespace-only end of the parameter pattern, so a raw value may hold a line break or the call's end "
+    "marker and two parameters may share a line ('da: false s: x'); they also allow whitespace between the "
+    "call marker and a bare '{name}' header (the parser allows none) and need no line break between the name "
+    "and the first key (the parser needs one)",
+    "template:kv_lines_in_markers.jinja": "as colon_tool_lines (line-based parameters after a bare '{name}')",
+    "template:name_sep_tagged.jinja": "text grammars allow whitespace between a header and a parameter or "
+    "closing marker that begins with the header's own closing bracket ('⟨via:v2 ⟩'); the parser does not",
+    "template:csv_rows_json.jinja": "the csv flavor has no live layout (example_calls writes JSON arguments "
+    "where the parser reads a CSV field)",
+}
+
+
+def _selected(derived: bool) -> list[str]:
+    only = os.environ.get("AUTOPARSER_PROPERTY_PROFILE")  # one profile, to debug it
+    return [k for k in _PROFILES if k.startswith("template:") is derived and k not in KNOWN
+            and (not only or k == only)]
+
+
+def test_parser_and_grammar_agree_on_builtin_dialects() -> None:
+    check_profiles(_selected(False), EXAMPLES)
+
+
+def test_parser_and_grammar_agree_on_derived_formats() -> None:
+    check_profiles(_selected(True), DERIVED_EXAMPLES)
+
+
+@pytest.mark.parametrize("known", sorted(KNOWN))
+def test_known_disagreements(known: str) -> None:
+    """The derived formats that still fail, run as expected failures (fewer examples)."""
+    if known not in _PROFILES:
+        pytest.skip(f"{known} is no longer a separate wire format")
+    try:
+        check_profiles([known], 40)
+    except Exception as exc:  # (hypothesis may raise a group of them)
+        pytest.xfail(f"{KNOWN[known]}: {str(exc)[:200]}")
+
+
+def test_unsupported_profiles_are_refused(unsupported: str) -> None:
+    prof = _UNSUPPORTED[unsupported]
+    tools = [_tool("get_time", {"type": "object", "properties": {"tz": {"type": "string"}}}, "openai")]
+    for fmt in ("gbnf", "ebnf", "structural-tag"):
+        for given_tools in (None, tools):
+            with pytest.raises(AutoparserError):
+                build_grammar(prof, given_tools, fmt)  # type: ignore[arg-type]
+    with pytest.raises(GrammarError):
+        grammar_for(prof, tools)
+    with pytest.raises(GrammarError):
+        example_calls(prof, [("get_time", {"tz": "UTC"})])
+
+
+def test_property_covers_every_dialect_with_calls_and_the_derived_formats() -> None:
+    builtin = [n for n in _PROFILES if not n.startswith("template:")]
+    assert len(builtin) >= 20 and "harmony" in builtin and "think" not in builtin
+    derived = [n for n in _PROFILES if n.startswith("template:")]
+    kinds = {_PROFILES[n].tools.codec.kind for n in derived if _PROFILES[n].tools is not None}  # type: ignore[union-attr]
+    assert len(derived) >= 40 and kinds >= {"json", "name_json", "tagged", "pythonic"}, (len(derived), kinds)
+    assert any(p.tools is not None and p.tools.codec.kind == "pattern" for p in _UNSUPPORTED.values())
+
+
+# -- disagreements the property found once, pinned ------------------------------------------------
+
+_A_TOOLS = [_tool("a_", {"type": "object", "properties": {"da": {"type": "boolean"}}, "required": ["da"]}, "openai")]
+_A_CALL = [("a_", {"da": False})]
+
+#: (derived profile, text, the calls the parser reads from it or None): the GBNF grammar accepts
+#: the text exactly when the parser reads those calls from it with no issue
+PINNED: list[tuple[str, str, list[tuple[str, dict[str, Any]]] | None]] = [
+    # a bare call starts at its lookahead marker, which the parser matches literally
+    ("template:named_call_header_json.jinja", '<call  name="a_">{"da": false}', None),
+    ("template:named_call_header_json.jinja", '<call name="a_">{"da": false}', _A_CALL),
+    # the whitespace between a tagged parameter's key and the rest of its marker is the pattern's
+    ("template:shell_flags.jinja", "$a_\n--da 'false';;", _A_CALL),
+    # ``array: never`` pythonic calls: no list brackets, no line break before "(" or ","
+    ("template:pythonic_odd_brackets.jinja", "⦃a_(da=False)⦄", _A_CALL),
+    ("template:pythonic_odd_brackets.jinja", "⦃[a_(da=False)]⦄", None),
+    ("template:pythonic_odd_brackets.jinja", "⦃a_\n(da=False)⦄", None),
+    ("template:pythonic_odd_brackets.jinja", "⦃a_(da=False)\n, a_(da=False)⦄", None),
+    # a bare '[' opens a list of JSON calls, never one object
+    ("template:bare_json_array.jinja", '{"op": "a_", "params": {"da": false}}', None),
+    ("template:bare_json_array.jinja", '[{"op": "a_", "params": {"da": false}}]', _A_CALL),
+    # an end marker that also begins the call marker ('@@' of '@@call') closes the call at the end
+    ("template:at_call_fn_args.jinja", '@@call{"fn": "a_", "args": {"da": false}}@@', _A_CALL),
+]
+
+
+@pytest.mark.parametrize("name,text,calls", PINNED, ids=[f"{n}:{i}" for i, (n, _, _) in enumerate(PINNED)])
+def test_pinned_texts_grammar_and_parser_agree(name: str, text: str, calls: Any) -> None:
+    prof = _DERIVED[name]
+    res = autoparser.parse(text, prof, tools=_A_TOOLS)
+    got = [(c.name, c.arguments) for c in res.tool_calls if c.status == "ok"]
+    assert (got if got and not res.issues else None) == calls, (got, [str(i) for i in res.issues])
+    assert _accepts(_matcher(build_grammar(prof, _A_TOOLS, "lark").text), text) is (calls is not None)
+
+
+@pytest.mark.parametrize("name", ["template:bare_json_array.jinja", "template:pythonic_odd_brackets.jinja",
+                                  "template:name_tag_close.jinja", "template:mutable_call_ids.jinja",
+                                  "template:shell_flags.jinja", "template:id_attribute_opener.jinja",
+                                  "template:id_before_name.jinja", "template:delimited_strings_seps.jinja"])
+def test_pinned_layouts_parse_back_and_are_accepted(name: str) -> None:
+    """The live layout of one call (the name again in a ``</call:{name}>`` trailer, an id suffix
+    with a '/', pythonic calls without brackets, a bare JSON list, a native call id before the
+    name, a relaxed object with its own separators) parses back, and every text grammar accepts it."""
+    prof = _DERIVED[name]
+    text = example_calls(prof, _A_CALL)
+    res = autoparser.parse(text, prof, tools=_A_TOOLS)
+    assert [(c.name, c.arguments, c.status) for c in res.tool_calls] == [("a_", {"da": False}, "ok")], text
+    assert not res.issues, text
+    assert _accepts(_matcher(build_grammar(prof, _A_TOOLS, "lark").text), text)
+    assert _accepts(_matcher(build_grammar(prof, _A_TOOLS, "ebnf").lark), text)

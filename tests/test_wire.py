@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 import autoparser
-from autoparser.export import build_grammar, response_template
+from autoparser.export import GrammarExport, build_grammar, response_template
 from autoparser.grammar import example_calls, grammar_for
 from autoparser.wire import is_name, json_type, json_types, name_class, normalized, read_tools
 
@@ -31,11 +31,12 @@ def _qwen_call(name: str, key: str, value: str) -> str:
             "</tool_call>")
 
 
-def _gbnf_accepts(grammar: str, text: str) -> bool:
+def _gbnf_accepts(grammar: GrammarExport, text: str) -> bool:
+    """Whether llguidance accepts ``text`` by the exported grammar's Lark print."""
     pytest.importorskip("llguidance")
-    from test_export_grammar import accepts_gbnf
+    from test_export_grammar import accepts
 
-    return bool(accepts_gbnf(grammar, text))
+    return bool(accepts(grammar, text))
 
 
 def _regex_accepts(spec: dict[str, Any], text: str) -> bool:
@@ -56,7 +57,7 @@ def test_str_alias_is_raw_text_in_parser_and_every_grammar() -> None:
     res = autoparser.parse(raw, prof, tools=tools)
     assert [(c.name, c.arguments, c.status) for c in res.tool_calls] == [("get_time", {"tz": "UTC"}, "ok")]
     assert not res.issues
-    assert _gbnf_accepts(build_grammar(prof, tools, "gbnf").text, raw)
+    assert _gbnf_accepts(build_grammar(prof, tools, "gbnf"), raw)
     spec = grammar_for(prof, tools)
     assert _regex_accepts(spec, example_calls(prof, [("get_time", {"tz": "UTC"})]))
     forced = example_calls(prof, [("get_time", {"tz": "UTC"})])
@@ -72,7 +73,7 @@ def test_int_alias_is_an_integer_in_parser_and_every_grammar() -> None:
     assert autoparser.parse(good, prof, tools=tools).tool_calls[0].arguments == {"n": 5}
     flagged = autoparser.parse(bad, prof, tools=tools)
     assert flagged.issues and flagged.tool_calls[0].arguments == {"n": "UTC"}
-    gbnf = build_grammar(prof, tools, "gbnf").text
+    gbnf = build_grammar(prof, tools, "gbnf")
     assert _gbnf_accepts(gbnf, good)
     assert not _gbnf_accepts(gbnf, bad)
     assert not _gbnf_accepts(gbnf, _qwen_call("wait", "n", '"UTC"'))
@@ -89,8 +90,8 @@ def test_aliases_in_nested_schemas_reach_every_grammar(dialect: str) -> None:
     tools = [_tool("plan", props)]
     good = example_calls(prof, [("plan", {"when": {"day": 3}, "flags": [True]})])
     bad = example_calls(prof, [("plan", {"when": {"day": "3"}, "flags": [True]})])
-    assert _gbnf_accepts(build_grammar(prof, tools, "gbnf").text, good)
-    assert not _gbnf_accepts(build_grammar(prof, tools, "gbnf").text, bad)
+    assert _gbnf_accepts(build_grammar(prof, tools, "gbnf"), good)
+    assert not _gbnf_accepts(build_grammar(prof, tools, "gbnf"), bad)
     res = autoparser.parse(good, prof, tools=tools)
     assert [(c.arguments, c.status) for c in res.tool_calls] == [({"when": {"day": 3}, "flags": [True]}, "ok")]
 
@@ -124,7 +125,7 @@ def test_name_rule_is_one_rule() -> None:
     prof = autoparser.get_profile("qwen3-coder")
     assert autoparser.parse(_qwen_call("ns:x", "k", "v"), prof).tool_calls[0].name == "ns:x"
     # the no-tools grammar lets a model write exactly such names
-    gbnf = build_grammar(prof, None, "gbnf").text
+    gbnf = build_grammar(prof, None, "gbnf")
     assert _gbnf_accepts(gbnf, _qwen_call("ns:x", "k", "v"))
 
 
@@ -141,7 +142,7 @@ def test_anthropic_input_schema_reaches_the_live_grammar() -> None:
     assert _regex_accepts(spec, call)
     assert not _regex_accepts(spec, example_calls(prof, [("get_time", {})]))
     assert not _regex_accepts(spec, example_calls(prof, [("get_time", {"tz": "PST"})]))
-    assert _gbnf_accepts(build_grammar(prof, tools, "gbnf").text, call)
+    assert _gbnf_accepts(build_grammar(prof, tools, "gbnf"), call)
     assert autoparser.parse(call, prof, tools=tools).tool_calls[0].arguments == {"tz": "UTC"}
 
 

@@ -699,8 +699,10 @@ class Parser:
         t = self.profile.tools
         assert t is not None
         k = self._skip_ws(rg, w, i)
-        if k == len(w) or (final and w[k:] in self._c.after.prefixes):
-            # (the output ended here, or inside the end marker: a cut-off marker is no content)
+        if k == len(w) or (final and w[k:] in self._c.after.prefixes
+                           and not isinstance(self._c.after.match_at(w, k, final), Match)):
+            # (the output ended here, or inside the end marker: a cut-off marker is no content; a
+            # whole end marker that also begins a longer one, '@@' of '@@call', is that end marker)
             if final:
                 if (rg.call_open_used and t.call_close) or (rg.via is Kind.section and t.section_close):
                     self._out.issue(IssueCode.missing_end_marker, "tool call was not closed; recovered it at "

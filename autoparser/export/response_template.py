@@ -14,19 +14,18 @@ raises ExportError.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from typing import Any
 
+from ..grammar.layout import Layout, pattern
+from ..grammar.tree import accepting_regex
 from ..profile import CodecSpec, Profile, ToolSpec
-from ..wire import name_class
 from .errors import ExportError
 
 __all__ = ["ResponseTemplateExport", "response_template"]
 
 _WS = " \t\r\n"
-_NAME = name_class() + "+"  # the wire name rule
 
 
 @dataclass(frozen=True)
@@ -40,8 +39,8 @@ class ResponseTemplateExport:
 
 
 def _rx(lit: str) -> str:
-    """A literal as a regex where whitespace runs match any whitespace (the profile's pattern rule)."""
-    return r"\s*".join(re.escape(p) for p in re.split(r"\s+", lit.strip(_WS)))
+    """A literal as a regex whose whitespace runs match any whitespace (the grammar tree's print)."""
+    return accepting_regex(pattern(lit.strip(_WS)))
 
 
 def _alts(markers: tuple[str, ...]) -> str:
@@ -55,29 +54,9 @@ def _function(name: str, args: str, cid: str | None = None) -> dict[str, Any]:
     return out
 
 
-def _header_rx(c: CodecSpec) -> tuple[str, bool]:
-    """The header as a regex with named groups ``name`` (and ``id``); whether an id is captured."""
-    h = c.header
-    out = []
-    pos = 0
-    has_id = False
-    for m in re.finditer(r"\{(name|id|call_id)\}", h):
-        out.append(_rx(h[pos:m.start()]) if h[pos:m.start()].strip() else r"\s*")
-        slot = m.group(1)
-        if slot == "name":
-            out.append(rf"\s*(?P<name>{_NAME})\s*")
-        elif slot == "id":
-            pre = f"(?:{re.escape(c.id_name_prefix)})?" if c.id_name_prefix else ""
-            out.append(rf"\s*(?P<id>{pre}(?P<name>{_NAME}){c.id_name_suffix})\s*")
-            has_id = True
-        else:
-            lit = out.pop()
-            out.append(rf"(?:{lit}(?P<id>[A-Za-z0-9_-]+))?")
-            has_id = True
-        pos = m.end()
-    if h[pos:].strip():
-        out.append(_rx(h[pos:]))
-    return "".join(out), has_id
+def _header_rx(p: Profile, c: CodecSpec) -> tuple[str, bool]:
+    """The call header as the grammar tree lays it out, with groups ``name`` (and ``id``)."""
+    return accepting_regex(Layout(p, []).header(c, None)), "{id}" in c.header or "{call_id}" in c.header
 
 
 def _tool_field(p: Profile, t: ToolSpec, losses: list[str]) -> dict[str, Any]:
@@ -130,7 +109,7 @@ def _tool_field(p: Profile, t: ToolSpec, losses: list[str]) -> dict[str, Any]:
         return field
 
     if c.kind == "name_json":
-        head, has_id = _header_rx(c)
+        head, has_id = _header_rx(p, c)
         opener = t.call_open or t.section_open
         op = f"(?:{_alts(opener)})\\s*" if opener else ""
         if t.call_open and t.section_open:
@@ -166,7 +145,7 @@ def _tool_field(p: Profile, t: ToolSpec, losses: list[str]) -> dict[str, Any]:
         return field
 
     if c.kind == "tagged":
-        head, _ = _header_rx(c)
+        head, _ = _header_rx(p, c)
         if t.call_open:
             # a distinctive header (``<function=``) may appear without its wrapper marker
             optional = "?" if t.lookahead_open or c.header.lstrip(_WS)[:1] == "<" else ""
@@ -256,8 +235,3 @@ def response_template(profile: Profile) -> ResponseTemplateExport:
         anchor_open = f"(?=(?:{o})\\s*\\Z)|(?<!(?:{o})\\s*)"
     template = {"defaults": {"role": "assistant"}, "start_anchor_pattern": anchor_open + r"\Z", "fields": fields}
     return ResponseTemplateExport(template, tuple(dict.fromkeys(losses)))
-
-
-def response_template_json(profile: Profile) -> str:
-    """``{"response_template": ...}`` as pretty JSON (what ``--emit response-template`` prints)."""
-    return json.dumps(response_template(profile).tokenizer_config(), ensure_ascii=False, indent=2) + "\n"
