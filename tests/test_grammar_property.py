@@ -332,11 +332,12 @@ def check_one(prof: autoparser.Profile, key: str, tools: list[dict[str, Any]], n
     check_sample(sample, prof, tools, schemas)
 
 
-def check_profiles(keys: list[str], examples: int) -> None:
+def check_profiles(keys: list[str], examples: int, shrink: bool = True) -> None:
     """``examples`` random tool sets and calls, each checked on every profile of ``keys`` (one
     hypothesis run for many profiles: drawing the tool sets is half the cost of an example)."""
 
-    @settings(max_examples=examples, deadline=None, database=None, phases=_PHASES,
+    @settings(max_examples=examples, deadline=None, database=None,
+              phases=_PHASES if shrink else [p for p in _PHASES if p is not Phase.shrink],
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
     @given(tools=_TOOLS, data=st.data())
     def run(tools: list[dict[str, Any]], data: st.DataObject) -> None:
@@ -370,6 +371,9 @@ KNOWN: dict[str, str] = {
     "template:kv_lines_in_markers.jinja": "as colon_tool_lines (line-based parameters after a bare '{name}')",
     "template:name_sep_tagged.jinja": "text grammars allow whitespace between a header and a parameter or "
     "closing marker that begins with the header's own closing bracket ('⟨via:v2 ⟩'); the parser does not",
+    "template:shell_flags.jinja": "a parameter's opener ('--') inside a value ('--hzb '{\"fc\": \"--,\"}'') "
+    "starts a new parameter for the parser, while the grammars and the live layout allow it inside the quoted "
+    "value (found by the 2000-example run)",
     "template:csv_rows_json.jinja": "the csv flavor has no live layout (example_calls writes JSON arguments "
     "where the parser reads a CSV field)",
 }
@@ -395,7 +399,7 @@ def test_known_disagreements(known: str) -> None:
     if known not in _PROFILES:
         pytest.skip(f"{known} is no longer a separate wire format")
     try:
-        check_profiles([known], 40)
+        check_profiles([known], 40, shrink=False)  # (shrinking a known failure costs minutes)
     except Exception as exc:  # (hypothesis may raise a group of them)
         pytest.xfail(f"{KNOWN[known]}: {str(exc)[:200]}")
 
