@@ -30,7 +30,6 @@ DISAGREE = {
     "dyn-kimi-b5b-missing-section-begin": "contradicts the bare-call Kimi vectors (docs/conformance.md)",
     "dyn-gemma4-b5b-missing-open": "contradicts issue-vllm54256 (bare call: after a channel)",
     "vllm-mistral-v11-name-without-args": "we keep the text as content (no silent loss)",
-    "oll-q3c-number-edge-forms": "a string-typed parameter takes the raw text: 'NULL' is the string 'NULL'",
 }
 
 

@@ -22,11 +22,10 @@ tag dialects coerce by schema, with fallback to the raw string"): a tag dialect 
 as bare text, so the parameter's JSON schema is the only evidence of the intended type. Without a
 schema nothing is guessed. The schema is read as validation reads it (through same-document
 ``$ref``, ``allOf`` and ``anyOf``), so coercion never produces a type the validator then rejects
-for its type alone. With one, a ``null`` literal is null unless the parameter takes a string and
-not null (then it is the word, the text the grammars let a model write for a string), then the
-non-string alternatives are tried from the most to the least structured, and a string alternative
-(or an unconstrained one) takes whatever is left. When nothing fits, the raw text is kept and an
-issue message says why.
+for its type alone. With one, a ``null`` literal is null (every peer treats it specially,
+even for string-typed parameters), then the non-string alternatives are tried from the most to the
+least structured, and a string alternative (or an unconstrained one) takes whatever is left. When
+nothing fits, the raw text is kept and an issue message says why.
 """
 
 from __future__ import annotations
@@ -342,11 +341,8 @@ def coerce_text(text: str, schema: Mapping[str, Any] | None,
        unchanged and without an issue. Nothing is guessed.
     2. ``enum``/``const`` (in any alternative): a member whose written form equals the text is
        returned as that member (``enum: [1, 2, 3]`` and ``'2'`` -> ``2``).
-    3. ``null``, ``NULL`` or ``Null`` -> ``None``, unless the schema takes a string and not null:
-       a string-typed parameter takes the raw text, so the word ``null`` a grammar lets a model
-       write for it (and the string ``"null"`` a client asks for) reads back as that string
-       (vector lcpp-glm-nullable-null: a nullable string reads ``null`` as None; we disagree with
-       oll-q3c-number-edge-forms, whose string-typed ``NULL`` the peers read as None).
+    3. ``null``, ``NULL`` or ``Null`` -> ``None`` for any typed schema, string-typed included
+       (vectors oll-q3c-number-edge-forms and lcpp-glm-nullable-null).
     4. Non-string alternatives, most structured first: object, array (JSON, then Python
        literal), integer, number, boolean. Surrounding whitespace is ignored for these.
     5. A string or unconstrained alternative takes the text verbatim, without an issue
@@ -370,7 +366,7 @@ def _coerce(text: str, schema: Mapping[str, Any] | None, root: Mapping[str, Any]
     if not info.types:
         return text, None
     stripped = text.strip()
-    if stripped in _NULL_LITERALS and not ("string" in info.types and "null" not in info.types and not info.open):
+    if stripped in _NULL_LITERALS:
         return None, None
     for kind in _COERCE_ORDER:
         if kind in info.types:
