@@ -369,8 +369,6 @@ KNOWN: dict[str, str] = {
     "call marker and a bare '{name}' header (the parser allows none) and need no line break between the name "
     "and the first key (the parser needs one)",
     "template:kv_lines_in_markers.jinja": "as colon_tool_lines (line-based parameters after a bare '{name}')",
-    "template:name_sep_tagged.jinja": "text grammars allow whitespace between a header and a parameter or "
-    "closing marker that begins with the header's own closing bracket ('⟨via:v2 ⟩'); the parser does not",
     "template:csv_rows_json.jinja": "the csv flavor has no live layout (example_calls writes JSON arguments "
     "where the parser reads a CSV field)",
 }
@@ -441,6 +439,9 @@ PINNED: list[tuple[str, str, list[tuple[str, dict[str, Any]]] | None]] = [
     ("template:pythonic_odd_brackets.jinja", "⦃[a_(da=False)]⦄", None),
     ("template:pythonic_odd_brackets.jinja", "⦃a_\n(da=False)⦄", None),
     ("template:pythonic_odd_brackets.jinja", "⦃a_(da=False)\n, a_(da=False)⦄", None),
+    # a tagged call with no trailer and no end marker ends at the separator before the next call
+    ("template:name_sep_tagged.jinja", "⟨calls⟩⟨call⟩a_⟨via:v2⟩⟨k⟩da⟨/k⟩⟨v⟩false⟨/v⟩⟨/call⟩⟨call⟩a_⟨via:v2 ⟩"
+     "⟨k⟩da⟨/k⟩⟨v⟩false⟨/v\t⟩⟨/call⟩⟨/calls⟩", _A_CALL * 2),
     # a bare '[' opens a list of JSON calls, never one object
     ("template:bare_json_array.jinja", '{"op": "a_", "params": {"da": false}}', None),
     ("template:bare_json_array.jinja", '[{"op": "a_", "params": {"da": false}}]', _A_CALL),
