@@ -394,11 +394,6 @@ KNOWN: dict[str, str] = {
     "call marker and a bare '{name}' header (the parser allows none) and need no line break between the name "
     "and the first key (the parser needs one)",
     "template:kv_lines_in_markers.jinja": "as colon_tool_lines (line-based parameters after a bare '{name}')",
-    "template:name_sep_tagged.jinja": "text grammars allow whitespace between a header and a parameter or "
-    "closing marker that begins with the header's own closing bracket ('⟨via:v2 ⟩'); the parser does not",
-    "template:shell_flags.jinja": "a parameter's opener ('--') inside a value ('--hzb '{\"fc\": \"--,\"}'') "
-    "starts a new parameter for the parser, while the grammars and the live layout allow it inside the quoted "
-    "value (found by the 2000-example run)",
     "template:csv_rows_json.jinja": "the csv flavor has no live layout (example_calls writes JSON arguments "
     "where the parser reads a CSV field)",
 }
@@ -469,6 +464,9 @@ PINNED: list[tuple[str, str, list[tuple[str, dict[str, Any]]] | None]] = [
     ("template:pythonic_odd_brackets.jinja", "⦃[a_(da=False)]⦄", None),
     ("template:pythonic_odd_brackets.jinja", "⦃a_\n(da=False)⦄", None),
     ("template:pythonic_odd_brackets.jinja", "⦃a_(da=False)\n, a_(da=False)⦄", None),
+    # a tagged call with no trailer and no end marker ends at the separator before the next call
+    ("template:name_sep_tagged.jinja", "⟨calls⟩⟨call⟩a_⟨via:v2⟩⟨k⟩da⟨/k⟩⟨v⟩false⟨/v⟩⟨/call⟩⟨call⟩a_⟨via:v2 ⟩"
+     "⟨k⟩da⟨/k⟩⟨v⟩false⟨/v\t⟩⟨/call⟩⟨/calls⟩", _A_CALL * 2),
     # a bare '[' opens a list of JSON calls, never one object
     ("template:bare_json_array.jinja", '{"op": "a_", "params": {"da": false}}', None),
     ("template:bare_json_array.jinja", '[{"op": "a_", "params": {"da": false}}]', _A_CALL),
@@ -484,6 +482,23 @@ def test_pinned_texts_grammar_and_parser_agree(name: str, text: str, calls: Any)
     got = [(c.name, c.arguments) for c in res.tool_calls if c.status == "ok"]
     assert (got if got and not res.issues else None) == calls, (got, [str(i) for i in res.issues])
     assert _accepts(_matcher(build_grammar(prof, _A_TOOLS, "lark").text), text) is (calls is not None)
+
+
+_S_TOOLS = [_tool("a_", {"type": "object", "properties": {"s": {"type": "string"}, "o": {
+    "type": "object", "properties": {"e": {"type": "string", "enum": ["0:b,--", "x"]}}}}}, "openai")]
+
+
+@pytest.mark.parametrize("args", [{"s": "0:b,--"}, {"s": "a --b c"}, {"o": {"e": "0:b,--"}},
+                                  {"s": "--x", "o": {"e": "x"}}])
+def test_a_quoted_value_runs_to_its_closing_quote(args: dict[str, Any]) -> None:
+    """``--{key} '{value}'``: a parameter's opening ('--') inside the quotes is part of the value
+    (as a shell reads the word); the live layout parses back, and the grammar accepts it."""
+    prof = _DERIVED["template:shell_flags.jinja"]
+    text = example_calls(prof, [("a_", args)])
+    assert _accepts(_matcher(build_grammar(prof, _S_TOOLS, "lark").text), text), text
+    res = autoparser.parse(text, prof, tools=_S_TOOLS)
+    assert [(c.name, c.arguments, c.status) for c in res.tool_calls] == [("a_", args, "ok")], text
+    assert not res.issues, text
 
 
 @pytest.mark.parametrize("name", ["template:bare_json_array.jinja", "template:pythonic_odd_brackets.jinja",

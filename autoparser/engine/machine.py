@@ -125,7 +125,9 @@ class _Compiled:
             eot = [(m, Kind.eot) for m in p.strip]
             c_open = [(m, Kind.c_open) for m in t.call_open]
             sep = [(m, Kind.sep) for m in t.separators]
-            self.body_stops = MarkerSet(c_close + s_close)
+            # a tagged call with neither trailer nor end marker ends where the next call's separator begins
+            open_tagged = t.codec.kind == "tagged" and not t.codec.trailer.strip() and not t.call_close
+            self.body_stops = MarkerSet(c_close + s_close + (sep if open_tagged else []))
             self.header_stops = tuple(t.section_open)
             # right after a call nothing but calls has been written, so what may start the output
             # (a bare JSON call) may start the next call too
