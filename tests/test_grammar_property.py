@@ -363,12 +363,12 @@ def check_profiles(keys: list[str], examples: int, shrink: bool = True) -> None:
 
 #: derived wire formats on which the property still fails, and why (issue 18: what is left)
 KNOWN: dict[str, str] = {
-    "template:colon_tool_lines.jinja": "line-based parameters ('{key}: {value}\\n'): the text grammars drop the "
+    "template:colon_tool_linesX.jinja": "line-based parameters ('{key}: {value}\\n'): the text grammars drop the "
     "whitespace-only end of the parameter pattern, so a raw value may hold a line break or the call's end "
     "marker and two parameters may share a line ('da: false s: x'); they also allow whitespace between the "
     "call marker and a bare '{name}' header (the parser allows none) and need no line break between the name "
     "and the first key (the parser needs one)",
-    "template:kv_lines_in_markers.jinja": "as colon_tool_lines (line-based parameters after a bare '{name}')",
+    "template:kv_lines_in_markersX.jinja": "as colon_tool_lines (line-based parameters after a bare '{name}')",
     "template:name_sep_tagged.jinja": "text grammars allow whitespace between a header and a parameter or "
     "closing marker that begins with the header's own closing bracket ('⟨via:v2 ⟩'); the parser does not",
     "template:shell_flags.jinja": "a parameter's opener ('--') inside a value ('--hzb '{\"fc\": \"--,\"}'') "

@@ -105,6 +105,78 @@ def pattern(text: str) -> Node:
                  if p.isspace() else Lit(p) for i, p in enumerate(parts)))
 
 
+#: spaces and tabs: whitespace that keeps a line (canonically none)
+_INLINE = choice(EMPTY, star(Cls(" \\t"), 1))
+
+
+def _one_line(node: Node, memo: dict[int, Node] | None = None) -> Node:
+    """``node`` with its whitespace kept on one line (a value that a line break ends)."""
+    memo = {} if memo is None else memo
+    if id(node) not in memo:
+        out: Node = node
+        if isinstance(node, Ws):
+            out = choice(Lit(node.canon.replace("\n", " ")), star(Cls(" \\t"), int(node.plus)))
+        elif isinstance(node, Ref):
+            out = Ref(node.name + "-line")
+        elif isinstance(node, Rule):
+            out = Rule(node.name + "-line", _one_line(node.body, memo))
+        elif isinstance(node, Group):
+            out = Group(node.name, _one_line(node.body, memo))
+        elif isinstance(node, Seq | Alt | Choice):
+            out = type(node)(tuple(_one_line(i, memo) for i in node.items))
+        elif isinstance(node, Rep):
+            out = Rep(_one_line(node.item, memo), _one_line(node.sep, memo), node.lo, node.hi)
+        memo[id(node)] = out
+    return memo[id(node)]
+
+
+def _rx_alt(alts: Sequence[str]) -> str:
+    body = "|".join(dict.fromkeys(a for a in alts if a))
+    return f"(?:{body}){'?' if '' in alts else ''}" if body else ""
+
+
+def _avoiding(stops: Sequence[str]) -> str:
+    """A regex (no lookahead: xgrammar has none) for one line of text holding none of ``stops``:
+    the automaton of their prefixes, its states eliminated one by one."""
+    words = sorted({w for w in stops if w and "\n" not in w})
+    if not words:
+        return "[^\\n]*"
+    states = sorted({w[:i] for w in words for i in range(len(w))}, key=len)  # "" first
+    alphabet = sorted({ch for w in words for ch in w})
+    edges: dict[tuple[int, int], list[str]] = {}
+    other = "[^" + "".join(escape(ch, "\\]-^[") for ch in ["\n", *alphabet]) + "]"
+    end = len(states)
+    for i, p in enumerate(states):
+        edges.setdefault((i, 0), []).append(other)
+        edges.setdefault((i, end), []).append("")
+        for ch in alphabet:
+            t = p + ch
+            if not any(w in t for w in words):
+                while t not in states:
+                    t = t[1:]
+                edges.setdefault((i, states.index(t)), []).append(regex_literal(ch))
+    for k in reversed(range(1, end)):
+        loop = _rx_alt(edges.pop((k, k), []))
+        ins = [(i, _rx_alt(a)) for (i, j), a in list(edges.items()) if j == k]
+        outs = [(j, _rx_alt(a)) for (i, j), a in list(edges.items()) if i == k]
+        edges = {e: a for e, a in edges.items() if k not in e}
+        for i, a in ins:
+            for j, b in outs:
+                edges.setdefault((i, j), []).append(a + (f"{loop}*" if loop else "") + b)
+    return f"{_rx_alt(edges.get((0, 0), []))}*{_rx_alt(edges[(0, end)])}"
+
+
+def _eol(c: CodecSpec) -> bool:
+    """No markup before a tagged key: the name in the header is the rest of its line (the parser's rule)."""
+    return c.kind == "tagged" and not c.param.split("{key}", 1)[0].strip(_WS)
+
+
+def _line_values(c: CodecSpec) -> bool:
+    """``{key}: {value}\\n``: a tagged value is the rest of its line (the parser's rule)."""
+    post = c.param.split("{value}", 1)[-1]
+    return c.kind == "tagged" and not post.strip(_WS) and "\n" in post
+
+
 def _quantifier(schema: Mapping[str, Any], lo_key: str, hi_key: str) -> tuple[int, int | None, str] | None:
     """A schema's bounds (``minLength``...) as (lo, hi, regex quantifier), or None without any."""
     lo, hi = schema.get(lo_key), schema.get(hi_key)
@@ -372,10 +444,13 @@ class Layout:
             return seq(self.name(name, python=True), gap, Lit("("), Ws(), kwargs, Ws(), Lit(")"))
         if c.kind != "tagged":
             raise GrammarError(f"the {c.kind} codec has no grammar back-end yet (docs/profile.md)")
-        params = (Rep(self.param(c, None, None), Ws("\n"), 0, None) if schema is None else
-                  _members([(self.param(c, str(k), sub), k in required) for k, sub in props.items()], Ws("\n")))
+        # a value that is the rest of its line ends at a line break; a name that is, too
+        sep = seq(Lit("\n"), Ws()) if _line_values(c) else Ws("\n")
+        params = (Rep(self.param(c, None, None), sep, 0, None) if schema is None else
+                  _members([(self.param(c, str(k), sub), k in required) for k, sub in props.items()], sep))
         trailer = c.trailer.strip(_WS)
-        return seq(self.header(c, name), Ws("\n"), params, *((Ws("\n"), pattern(trailer)) if trailer else ()))
+        return seq(self.header(c, name), seq(_INLINE, Lit("\n"), Ws()) if _eol(c) else Ws("\n"), params,
+                   *((Ws("\n"), pattern(trailer)) if trailer else ()))
 
     def header(self, c: CodecSpec, name: str | None) -> Node:
         """The call header with the name (or an id carrying it) filled in."""
@@ -387,7 +462,7 @@ class Layout:
             out.append(pattern(h[pos:m.start()]))
             pos = m.end()
             if m.group(1) == "name":
-                out += [Group("name", self.name(name)), Ws()]
+                out += [Group("name", self.name(name)), _INLINE if _eol(c) else Ws()]
             elif m.group(1) == "id":
                 # bounded when forced: an unbounded index (Kimi's ":\\d+") lets a small model write digits forever
                 bounded = re.sub(r"(?<!\\)[+*]", lambda x: "{1,3}" if x.group() == "+" else "{0,3}", c.id_name_suffix)
@@ -429,11 +504,16 @@ class Layout:
         stop = post.strip(_WS).replace("{key}", key) if key is not None else post_parts[0]
         lead_text = mid2 if has_string else mid1
         lead, trail = lead_text[len(lead_text.rstrip(_WS)):], post[: len(post) - len(post.lstrip(_WS))]
-        raw: Node = choice(seq(Lit(lead), star(Cls("^" + escape(stop[0], "\\]-^["))), Lit(trail)), Excluding((stop,)))
+        line = _line_values(c)  # the value ends at a line break (the separator writes it) or the call's end
+        stops = ("\n", *self.t.call_close, *self.t.section_close, *[c.trailer.strip(_WS)] * bool(c.trailer.strip(_WS))
+                 ) if line else (stop,)
+        trail = "" if line else trail
+        raw: Node = (choice(seq(Lit(lead), Re(_avoiding(stops))), seq(Lit(lead), Excluding(stops))) if line else
+                     choice(seq(Lit(lead), star(Cls("^" + escape(stop[0], "\\]-^["))), Lit(trail)), Excluding(stops)))
         if isinstance(schema, Mapping) and "string" in json_types(schema):
             pat, q = schema.get("pattern"), _quantifier(schema, "minLength", "maxLength")
             if isinstance(pat, str) or q is not None:
-                body = _unanchored(pat) if isinstance(pat, str) else f"[^{regex_literal(stop[0])}]{q[2] if q else '*'}"
+                body = _unanchored(pat) if isinstance(pat, str) else f"[^{regex_literal(stops[0][0])}]{q[2] if q else '*'}"
                 raw = choice(seq(Lit(lead), Re(body), Lit(trail)), raw)
         words = _string_members(schema)
         if words:  # a member, with only the whitespace the parser trims around a raw value
@@ -446,7 +526,7 @@ class Layout:
         gap = Ws() if mid1.strip(_WS) and mid1[:1] in _WS else EMPTY
         head = (pattern((pre.lstrip(_WS) + key + mid1).rstrip(_WS)) if key is not None
                 else seq(pattern(pre.strip(_WS)), key_node, gap, pattern(mid1.strip(_WS))))
-        typed_v = seq(Ws(lead), typed, Ws(trail))
+        typed_v = seq(Ws(lead), typed, Ws(trail)) if not line else seq(choice(Lit(lead), _INLINE), _one_line(typed), _INLINE)
         raw_ok = not types or "string" in types
         if not has_string:
             return seq(head, raw if raw_ok else typed_v, post_node)
@@ -488,7 +568,8 @@ class Layout:
         item = body
         if t.call_open:
             pad = _pad(t.call_open[0], body)
-            rest = seq(Ws(pad), body, Ws(pad), lits(t.call_close))
+            bare_name = _eol(c) and not c.header.split("{name}", 1)[0].strip(_WS)  # the name's line starts here
+            rest = seq(_INLINE if bare_name else Ws(pad), body, Ws(pad), lits(t.call_close))
             item = seq(lits(t.call_open), rest)
             if t.bare_calls or not so:
                 self.after.update(dict.fromkeys(t.call_open, rest))
