@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -109,25 +109,55 @@ def pattern(text: str) -> Node:
 _INLINE = choice(EMPTY, star(Cls(" \\t"), 1))
 
 
-def _one_line(node: Node, memo: dict[int, Node] | None = None) -> Node:
-    """``node`` with its whitespace kept on one line (a value that a line break ends)."""
+def _mapped(node: Node, tag: str, leaf: Callable[[Node], Node | None], memo: dict[int, Node | None] | None = None
+            ) -> Node | None:
+    """``node`` with each leaf as ``leaf`` rewrites it (None: a spelling left out of its ``Choice``),
+    its rules renamed with ``tag``."""
     memo = {} if memo is None else memo
     if id(node) not in memo:
-        out: Node = node
-        if isinstance(node, Ws):
-            out = choice(Lit(node.canon.replace("\n", " ")), star(Cls(" \\t"), int(node.plus)))
-        elif isinstance(node, Ref):
-            out = Ref(node.name + "-line")
-        elif isinstance(node, Rule):
-            out = Rule(node.name + "-line", _one_line(node.body, memo))
-        elif isinstance(node, Group):
-            out = Group(node.name, _one_line(node.body, memo))
-        elif isinstance(node, Seq | Alt | Choice):
-            out = type(node)(tuple(_one_line(i, memo) for i in node.items))
-        elif isinstance(node, Rep):
-            out = Rep(_one_line(node.item, memo), _one_line(node.sep, memo), node.lo, node.hi)
+        out: Node | None
+        if isinstance(node, Ref):
+            out = Ref(node.name + tag)
+        elif isinstance(node, Rule | Group):
+            body = _mapped(node.body, tag, leaf, memo)
+            out = None if body is None else Rule(node.name + tag, body) if isinstance(node, Rule) else Group(node.name, body)
+        elif isinstance(node, Seq | Alt | Choice | Rep):
+            kids = [_mapped(i, tag, leaf, memo) for i in ((node.item, node.sep) if isinstance(node, Rep) else node.items)]
+            kept = tuple(k for k in kids if k is not None)
+            if isinstance(node, Choice):
+                out = choice(*kept) if kept else None
+            elif len(kept) < len(kids):
+                out = None
+            else:
+                out = Rep(kept[0], kept[1], node.lo, node.hi) if isinstance(node, Rep) else type(node)(kept)
+        else:
+            out = leaf(node)
         memo[id(node)] = out
     return memo[id(node)]
+
+
+def _one_line(node: Node) -> Node:
+    """``node`` with its whitespace kept on one line (a value that a line break ends)."""
+    def leaf(n: Node) -> Node:
+        return choice(Lit(n.canon.replace("\n", " ")), star(Cls(" \\t"), int(n.plus))) if isinstance(n, Ws) else n
+    out = _mapped(node, "-line", leaf)
+    assert out is not None
+    return out
+
+
+def _csv_field(node: Node) -> Node:
+    """JSON ``node`` written in a CSV field: each quote doubled, no ``\\"`` escape (the parser reads
+    the field's ``""`` as a quote); the forcing-only spellings (regex, JSON schema) left out."""
+    def leaf(n: Node) -> Node | None:
+        if isinstance(n, Lit):
+            return Lit(n.text.replace('"', '""'))
+        if isinstance(n, Cls) and not n.body.startswith("^"):
+            return Cls(n.body.replace('"', ""))
+        return None if isinstance(n, Re | Schema) else n
+    out = _mapped(node, "-csv", leaf)
+    if out is None:
+        raise GrammarError("these arguments cannot be written in a CSV field")
+    return out
 
 
 def _rx_alt(alts: Sequence[str]) -> str:
@@ -430,7 +460,10 @@ class Layout:
             parts = trailer.split("{name}") if trailer else []  # a trailer may write the name again
             tail = [x for i, p in enumerate(parts) for x in ([self.name(name)] if i else []) + [pattern(p)]]
             lead = Ws(c.trailer[: len(c.trailer) - len(c.trailer.lstrip(_WS))]) if trailer else EMPTY
-            return seq(self.header(c, name), Ws(), v.arguments(schema), lead, *tail)
+            args = v.arguments(schema)
+            if c.flavor == "csv":  # a CSV field: its closing quote (which the parser does not need)
+                args = seq(_csv_field(args), Ws(), choice(Lit('"'), EMPTY))
+            return seq(self.header(c, name), Ws(), args, lead, *tail)
         props = (schema.get("properties") or {}) if schema is not None else {}
         required = set(schema.get("required") or ()) if schema is not None else set()
         if c.kind == "pythonic":
