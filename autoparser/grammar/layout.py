@@ -120,9 +120,11 @@ def _mapped(node: Node, tag: str, leaf: Callable[[Node], Node | None], memo: dic
             out = Ref(node.name + tag)
         elif isinstance(node, Rule | Group):
             body = _mapped(node.body, tag, leaf, memo)
-            out = None if body is None else Rule(node.name + tag, body) if isinstance(node, Rule) else Group(node.name, body)
+            out = (None if body is None else
+                   Rule(node.name + tag, body) if isinstance(node, Rule) else Group(node.name, body))
         elif isinstance(node, Seq | Alt | Choice | Rep):
-            kids = [_mapped(i, tag, leaf, memo) for i in ((node.item, node.sep) if isinstance(node, Rep) else node.items)]
+            parts = (node.item, node.sep) if isinstance(node, Rep) else node.items
+            kids = [_mapped(i, tag, leaf, memo) for i in parts]
             kept = tuple(k for k in kids if k is not None)
             if isinstance(node, Choice):
                 out = choice(*kept) if kept else None
@@ -538,15 +540,16 @@ class Layout:
         lead_text = mid2 if has_string else mid1
         lead, trail = lead_text[len(lead_text.rstrip(_WS)):], post[: len(post) - len(post.lstrip(_WS))]
         line = _line_values(c)  # the value ends at a line break (the separator writes it) or the call's end
-        stops = ("\n", *self.t.call_close, *self.t.section_close, *[c.trailer.strip(_WS)] * bool(c.trailer.strip(_WS))
-                 ) if line else (stop,)
+        ends = (*self.t.call_close, *self.t.section_close, c.trailer.strip(_WS))
+        stops = ("\n", *filter(None, ends)) if line else (stop,)
         trail = "" if line else trail
         raw: Node = (choice(seq(Lit(lead), Re(_avoiding(stops))), seq(Lit(lead), Excluding(stops))) if line else
                      choice(seq(Lit(lead), star(Cls("^" + escape(stop[0], "\\]-^["))), Lit(trail)), Excluding(stops)))
         if isinstance(schema, Mapping) and "string" in json_types(schema):
             pat, q = schema.get("pattern"), _quantifier(schema, "minLength", "maxLength")
             if isinstance(pat, str) or q is not None:
-                body = _unanchored(pat) if isinstance(pat, str) else f"[^{regex_literal(stops[0][0])}]{q[2] if q else '*'}"
+                char = f"[^{regex_literal(stops[0][0])}]"
+                body = _unanchored(pat) if isinstance(pat, str) else char + (q[2] if q else "*")
                 raw = choice(seq(Lit(lead), Re(body), Lit(trail)), raw)
         words = _string_members(schema)
         if words:  # a member, with only the whitespace the parser trims around a raw value
@@ -559,7 +562,8 @@ class Layout:
         gap = Ws() if mid1.strip(_WS) and mid1[:1] in _WS else EMPTY
         head = (pattern((pre.lstrip(_WS) + key + mid1).rstrip(_WS)) if key is not None
                 else seq(pattern(pre.strip(_WS)), key_node, gap, pattern(mid1.strip(_WS))))
-        typed_v = seq(Ws(lead), typed, Ws(trail)) if not line else seq(choice(Lit(lead), _INLINE), _one_line(typed), _INLINE)
+        typed_v = (seq(choice(Lit(lead), _INLINE), _one_line(typed), _INLINE) if line else
+                   seq(Ws(lead), typed, Ws(trail)))
         raw_ok = not types or "string" in types
         if not has_string:
             return seq(head, raw if raw_ok else typed_v, post_node)
