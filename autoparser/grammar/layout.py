@@ -8,8 +8,10 @@ canonical one first and a ``Ws`` carries the canonical whitespace. The canonical
   a JSON array where the profile writes lists. Accepted too: either key order, every key alias, a
   leading call id, any whitespace.
 * ``name_json``: header with the name (an optional ``{call_id}`` after it left out), arguments,
-  trailer. ``tagged``: header, one ``param`` element per argument, trailer, each on its own line; a
-  raw string is any text without its closing element (canonically without its first character).
+  trailer (the csv flavor: the JSON in a CSV field, quotes doubled). ``tagged``: header, one ``param``
+  element per argument, trailer, each on its own line; a raw string is any text without its closing
+  element (canonically without its first character), a ``{key}: {value}\n`` one the rest of its line
+  without the call's end.
   ``pythonic``: ``[name(key=value, ...), ...]`` with Python literals (JSON spellings accepted).
 * Markers: the first spelling of each; a plain XML-like marker (``<tool_call>``) takes a newline
   inside it when the body starts with markup or JSON, as Hermes/Qwen models write it.
