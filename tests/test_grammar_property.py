@@ -387,16 +387,7 @@ def check_profiles(keys: list[str], examples: int, shrink: bool = True) -> None:
 
 
 #: derived wire formats on which the property still fails, and why (issue 18: what is left)
-KNOWN: dict[str, str] = {
-    "template:colon_tool_lines.jinja": "line-based parameters ('{key}: {value}\\n'): the text grammars drop the "
-    "whitespace-only end of the parameter pattern, so a raw value may hold a line break or the call's end "
-    "marker and two parameters may share a line ('da: false s: x'); they also allow whitespace between the "
-    "call marker and a bare '{name}' header (the parser allows none) and need no line break between the name "
-    "and the first key (the parser needs one)",
-    "template:kv_lines_in_markers.jinja": "as colon_tool_lines (line-based parameters after a bare '{name}')",
-    "template:csv_rows_json.jinja": "the csv flavor has no live layout (example_calls writes JSON arguments "
-    "where the parser reads a CSV field)",
-}
+KNOWN: dict[str, str] = {}
 
 
 def _selected(derived: bool) -> list[str]:
@@ -448,7 +439,8 @@ def test_property_covers_every_dialect_with_calls_and_the_derived_formats() -> N
 
 # -- disagreements the property found once, pinned ------------------------------------------------
 
-_A_TOOLS = [_tool("a_", {"type": "object", "properties": {"da": {"type": "boolean"}}, "required": ["da"]}, "openai")]
+_A_TOOLS = [_tool("a_", {"type": "object", "properties": {"da": {"type": "boolean"}, "s": {"type": "string"}},
+                          "required": ["da"]}, "openai")]
 _A_CALL = [("a_", {"da": False})]
 
 #: (derived profile, text, the calls the parser reads from it or None): the GBNF grammar accepts
@@ -472,6 +464,18 @@ PINNED: list[tuple[str, str, list[tuple[str, dict[str, Any]]] | None]] = [
     ("template:bare_json_array.jinja", '[{"op": "a_", "params": {"da": false}}]', _A_CALL),
     # an end marker that also begins the call marker ('@@' of '@@call') closes the call at the end
     ("template:at_call_fn_args.jinja", '@@call{"fn": "a_", "args": {"da": false}}@@', _A_CALL),
+    # '{key}: {value}\n' parameters after a bare name: the name is the rest of the marker's line
+    ("template:colon_tool_lines.jinja", "::tool:: a_\nda: false\n::end::", _A_CALL),
+    ("template:colon_tool_lines.jinja", "::tool::\na_\nda: false\n::end::", None),
+    ("template:colon_tool_lines.jinja", "::tool::a_ da: false\n::end::", None),
+    ("template:colon_tool_lines.jinja", "::tool::a_\nda: false\ns: x::end::", [("a_", {"da": False, "s": "x"})]),
+    ("template:colon_tool_lines.jinja", "::tool::a_\nda: false s: x\n::end::", None),
+    ("template:kv_lines_in_markers.jinja", "<|invoke|>a_\nda: false s: x\n<|/invoke|>", None),
+    ("template:kv_lines_in_markers.jinja", "<|invoke|>a_\nda: false<|/invoke|>", _A_CALL),
+    ("template:kv_lines_in_markers.jinja", "<|invoke|>a_\nda:\nfalse\n<|/invoke|>", None),
+    # JSON arguments in a CSV field: every quote doubled
+    ("template:csv_rows_json.jinja", '<calls>\nname;arguments\na_;"{""da"": false}"\n</calls>', _A_CALL),
+    ("template:csv_rows_json.jinja", '<calls>\nname;arguments\na_;"{"da": false}"\n</calls>', None),
 ]
 
 
@@ -504,7 +508,8 @@ def test_a_quoted_value_runs_to_its_closing_quote(args: dict[str, Any]) -> None:
 @pytest.mark.parametrize("name", ["template:bare_json_array.jinja", "template:pythonic_odd_brackets.jinja",
                                   "template:name_tag_close.jinja", "template:mutable_call_ids.jinja",
                                   "template:shell_flags.jinja", "template:id_attribute_opener.jinja",
-                                  "template:id_before_name.jinja", "template:delimited_strings_seps.jinja"])
+                                  "template:id_before_name.jinja", "template:delimited_strings_seps.jinja",
+                                  "template:colon_tool_lines.jinja", "template:csv_rows_json.jinja"])
 def test_pinned_layouts_parse_back_and_are_accepted(name: str) -> None:
     """The live layout of one call (the name again in a ``</call:{name}>`` trailer, an id suffix
     with a '/', pythonic calls without brackets, a bare JSON list, a native call id before the

@@ -8,8 +8,10 @@ canonical one first and a ``Ws`` carries the canonical whitespace. The canonical
   a JSON array where the profile writes lists. Accepted too: either key order, every key alias, a
   leading call id, any whitespace.
 * ``name_json``: header with the name (an optional ``{call_id}`` after it left out), arguments,
-  trailer. ``tagged``: header, one ``param`` element per argument, trailer, each on its own line; a
-  raw string is any text without its closing element (canonically without its first character).
+  trailer (the csv flavor: the JSON in a CSV field, quotes doubled). ``tagged``: header, one ``param``
+  element per argument, trailer, each on its own line; a raw string is any text without its closing
+  element (canonically without its first character), a ``{key}: {value}\n`` one the rest of its line
+  without the call's end.
   ``pythonic``: ``[name(key=value, ...), ...]`` with Python literals (JSON spellings accepted).
 * Markers: the first spelling of each; a plain XML-like marker (``<tool_call>``) takes a newline
   inside it when the body starts with markup or JSON, as Hermes/Qwen models write it.
@@ -24,7 +26,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -103,6 +105,110 @@ def pattern(text: str) -> Node:
     parts = re.split(r"(\s+)", text)
     return seq(*(Ws(p, plus=0 < i < len(parts) - 1 and not (parts[i - 1].endswith(">") or parts[i + 1].startswith("<")))
                  if p.isspace() else Lit(p) for i, p in enumerate(parts)))
+
+
+#: spaces and tabs: whitespace that keeps a line (canonically none)
+_INLINE = choice(EMPTY, star(Cls(" \\t"), 1))
+
+
+def _mapped(node: Node, tag: str, leaf: Callable[[Node], Node | None], memo: dict[int, Node | None] | None = None
+            ) -> Node | None:
+    """``node`` with each leaf as ``leaf`` rewrites it (None: a spelling left out of its ``Choice``),
+    its rules renamed with ``tag``."""
+    memo = {} if memo is None else memo
+    if id(node) not in memo:
+        out: Node | None
+        if isinstance(node, Ref):
+            out = Ref(node.name + tag)
+        elif isinstance(node, Rule | Group):
+            body = _mapped(node.body, tag, leaf, memo)
+            out = (None if body is None else
+                   Rule(node.name + tag, body) if isinstance(node, Rule) else Group(node.name, body))
+        elif isinstance(node, Seq | Alt | Choice | Rep):
+            parts = (node.item, node.sep) if isinstance(node, Rep) else node.items
+            kids = [_mapped(i, tag, leaf, memo) for i in parts]
+            kept = tuple(k for k in kids if k is not None)
+            if isinstance(node, Choice):
+                out = choice(*kept) if kept else None
+            elif len(kept) < len(kids):
+                out = None
+            else:
+                out = Rep(kept[0], kept[1], node.lo, node.hi) if isinstance(node, Rep) else type(node)(kept)
+        else:
+            out = leaf(node)
+        memo[id(node)] = out
+    return memo[id(node)]
+
+
+def _one_line(node: Node) -> Node:
+    """``node`` with its whitespace kept on one line (a value that a line break ends)."""
+    def leaf(n: Node) -> Node:
+        return choice(Lit(n.canon.replace("\n", " ")), star(Cls(" \\t"), int(n.plus))) if isinstance(n, Ws) else n
+    out = _mapped(node, "-line", leaf)
+    assert out is not None
+    return out
+
+
+def _csv_field(node: Node) -> Node:
+    """JSON ``node`` written in a CSV field: each quote doubled, no ``\\"`` escape (the parser reads
+    the field's ``""`` as a quote); the forcing-only spellings (regex, JSON schema) left out."""
+    def leaf(n: Node) -> Node | None:
+        if isinstance(n, Lit):
+            return Lit(n.text.replace('"', '""'))
+        if isinstance(n, Cls) and not n.body.startswith("^"):
+            return Cls(n.body.replace('"', ""))
+        return None if isinstance(n, Re | Schema) else n
+    out = _mapped(node, "-csv", leaf)
+    if out is None:
+        raise GrammarError("these arguments cannot be written in a CSV field")
+    return out
+
+
+def _rx_alt(alts: Sequence[str]) -> str:
+    body = "|".join(dict.fromkeys(a for a in alts if a))
+    return f"(?:{body}){'?' if '' in alts else ''}" if body else ""
+
+
+def _avoiding(stops: Sequence[str]) -> str:
+    """A regex (no lookahead: xgrammar has none) for one line of text holding none of ``stops``:
+    the automaton of their prefixes, its states eliminated one by one."""
+    words = sorted({w for w in stops if w and "\n" not in w})
+    if not words:
+        return "[^\\n]*"
+    states = sorted({w[:i] for w in words for i in range(len(w))}, key=len)  # "" first
+    alphabet = sorted({ch for w in words for ch in w})
+    edges: dict[tuple[int, int], list[str]] = {}
+    other = "[^" + "".join(escape(ch, "\\]-^[") for ch in ["\n", *alphabet]) + "]"
+    end = len(states)
+    for i, p in enumerate(states):
+        edges.setdefault((i, 0), []).append(other)
+        edges.setdefault((i, end), []).append("")
+        for ch in alphabet:
+            t = p + ch
+            if not any(w in t for w in words):
+                while t not in states:
+                    t = t[1:]
+                edges.setdefault((i, states.index(t)), []).append(regex_literal(ch))
+    for k in reversed(range(1, end)):
+        loop = _rx_alt(edges.pop((k, k), []))
+        ins = [(i, _rx_alt(a)) for (i, j), a in list(edges.items()) if j == k]
+        outs = [(j, _rx_alt(a)) for (i, j), a in list(edges.items()) if i == k]
+        edges = {e: a for e, a in edges.items() if k not in e}
+        for i, a in ins:
+            for j, b in outs:
+                edges.setdefault((i, j), []).append(a + (f"{loop}*" if loop else "") + b)
+    return f"{_rx_alt(edges.get((0, 0), []))}*{_rx_alt(edges[(0, end)])}"
+
+
+def _eol(c: CodecSpec) -> bool:
+    """No markup before a tagged key: the name in the header is the rest of its line (the parser's rule)."""
+    return c.kind == "tagged" and not c.param.split("{key}", 1)[0].strip(_WS)
+
+
+def _line_values(c: CodecSpec) -> bool:
+    """``{key}: {value}\\n``: a tagged value is the rest of its line (the parser's rule)."""
+    post = c.param.split("{value}", 1)[-1]
+    return c.kind == "tagged" and not post.strip(_WS) and "\n" in post
 
 
 def _quantifier(schema: Mapping[str, Any], lo_key: str, hi_key: str) -> tuple[int, int | None, str] | None:
@@ -358,7 +464,10 @@ class Layout:
             parts = trailer.split("{name}") if trailer else []  # a trailer may write the name again
             tail = [x for i, p in enumerate(parts) for x in ([self.name(name)] if i else []) + [pattern(p)]]
             lead = Ws(c.trailer[: len(c.trailer) - len(c.trailer.lstrip(_WS))]) if trailer else EMPTY
-            return seq(self.header(c, name), Ws(), v.arguments(schema), lead, *tail)
+            args = v.arguments(schema)
+            if c.flavor == "csv":  # a CSV field: its closing quote (which the parser does not need)
+                args = seq(_csv_field(args), Ws(), choice(Lit('"'), EMPTY))
+            return seq(self.header(c, name), Ws(), args, lead, *tail)
         props = (schema.get("properties") or {}) if schema is not None else {}
         required = set(schema.get("required") or ()) if schema is not None else set()
         if c.kind == "pythonic":
@@ -372,10 +481,13 @@ class Layout:
             return seq(self.name(name, python=True), gap, Lit("("), Ws(), kwargs, Ws(), Lit(")"))
         if c.kind != "tagged":
             raise GrammarError(f"the {c.kind} codec has no grammar back-end yet (docs/profile.md)")
-        params = (Rep(self.param(c, None, None), Ws("\n"), 0, None) if schema is None else
-                  _members([(self.param(c, str(k), sub), k in required) for k, sub in props.items()], Ws("\n")))
+        # a value that is the rest of its line ends at a line break; a name that is, too
+        sep = seq(Lit("\n"), Ws()) if _line_values(c) else Ws("\n")
+        params = (Rep(self.param(c, None, None), sep, 0, None) if schema is None else
+                  _members([(self.param(c, str(k), sub), k in required) for k, sub in props.items()], sep))
         trailer = c.trailer.strip(_WS)
-        return seq(self.header(c, name), Ws("\n"), params, *((Ws("\n"), pattern(trailer)) if trailer else ()))
+        return seq(self.header(c, name), seq(_INLINE, Lit("\n"), Ws()) if _eol(c) else Ws("\n"), params,
+                   *((Ws("\n"), pattern(trailer)) if trailer else ()))
 
     def header(self, c: CodecSpec, name: str | None) -> Node:
         """The call header with the name (or an id carrying it) filled in."""
@@ -387,7 +499,7 @@ class Layout:
             out.append(pattern(h[pos:m.start()]))
             pos = m.end()
             if m.group(1) == "name":
-                out += [Group("name", self.name(name)), Ws()]
+                out += [Group("name", self.name(name)), _INLINE if _eol(c) else Ws()]
             elif m.group(1) == "id":
                 # bounded when forced: an unbounded index (Kimi's ":\\d+") lets a small model write digits forever
                 bounded = re.sub(r"(?<!\\)[+*]", lambda x: "{1,3}" if x.group() == "+" else "{0,3}", c.id_name_suffix)
@@ -429,11 +541,17 @@ class Layout:
         stop = post.strip(_WS).replace("{key}", key) if key is not None else post_parts[0]
         lead_text = mid2 if has_string else mid1
         lead, trail = lead_text[len(lead_text.rstrip(_WS)):], post[: len(post) - len(post.lstrip(_WS))]
-        raw: Node = choice(seq(Lit(lead), star(Cls("^" + escape(stop[0], "\\]-^["))), Lit(trail)), Excluding((stop,)))
+        line = _line_values(c)  # the value ends at a line break (the separator writes it) or the call's end
+        ends = (*self.t.call_close, *self.t.section_close, c.trailer.strip(_WS))
+        stops = ("\n", *filter(None, ends)) if line else (stop,)
+        trail = "" if line else trail
+        raw: Node = (choice(seq(Lit(lead), Re(_avoiding(stops))), seq(Lit(lead), Excluding(stops))) if line else
+                     choice(seq(Lit(lead), star(Cls("^" + escape(stop[0], "\\]-^["))), Lit(trail)), Excluding(stops)))
         if isinstance(schema, Mapping) and "string" in json_types(schema):
             pat, q = schema.get("pattern"), _quantifier(schema, "minLength", "maxLength")
             if isinstance(pat, str) or q is not None:
-                body = _unanchored(pat) if isinstance(pat, str) else f"[^{regex_literal(stop[0])}]{q[2] if q else '*'}"
+                char = f"[^{regex_literal(stops[0][0])}]"
+                body = _unanchored(pat) if isinstance(pat, str) else char + (q[2] if q else "*")
                 raw = choice(seq(Lit(lead), Re(body), Lit(trail)), raw)
         words = _string_members(schema)
         if words:  # a member, with only the whitespace the parser trims around a raw value
@@ -446,7 +564,8 @@ class Layout:
         gap = Ws() if mid1.strip(_WS) and mid1[:1] in _WS else EMPTY
         head = (pattern((pre.lstrip(_WS) + key + mid1).rstrip(_WS)) if key is not None
                 else seq(pattern(pre.strip(_WS)), key_node, gap, pattern(mid1.strip(_WS))))
-        typed_v = seq(Ws(lead), typed, Ws(trail))
+        typed_v = (seq(choice(Lit(lead), _INLINE), _one_line(typed), _INLINE) if line else
+                   seq(Ws(lead), typed, Ws(trail)))
         raw_ok = not types or "string" in types
         if not has_string:
             return seq(head, raw if raw_ok else typed_v, post_node)
@@ -488,7 +607,8 @@ class Layout:
         item = body
         if t.call_open:
             pad = _pad(t.call_open[0], body)
-            rest = seq(Ws(pad), body, Ws(pad), lits(t.call_close))
+            bare_name = _eol(c) and not c.header.split("{name}", 1)[0].strip(_WS)  # the name's line starts here
+            rest = seq(_INLINE if bare_name else Ws(pad), body, Ws(pad), lits(t.call_close))
             item = seq(lits(t.call_open), rest)
             if t.bare_calls or not so:
                 self.after.update(dict.fromkeys(t.call_open, rest))
