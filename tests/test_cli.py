@@ -319,3 +319,22 @@ def test_the_quick_start_model_analyses(capsys: pytest.CaptureFixture[str]) -> N
     assert main([str(default_model_path())]) == 0
     out = capsys.readouterr().out
     assert "(gguf, " in out and "confidence" in out
+
+
+def test_emit_lark_is_a_grammar_llguidance_runs(tmp_path: Path) -> None:
+    """``--emit lark`` prints the llguidance back-end of the grammar tree: compiled by llguidance, it
+    accepts the template's call to a listed tool and refuses a call to another tool."""
+    pytest.importorskip("llguidance")
+    from test_export_grammar import _matcher
+
+    body = tmp_path / "request.json"
+    body.write_text(json.dumps(REQUEST_BODY))
+    t = tmp_path / "t.jinja"
+    t.write_text(HERMES_LIKE)
+    r = run(str(t), "--emit", "lark", "--tools", str(body))
+    assert r.returncode == 0, r.stderr
+    for call, accepted in (('{"name": "get_weather", "arguments": {"city": "Paris"}}', True),
+                           ('{"name": "tools", "arguments": {"city": "Paris"}}', False)):
+        m = _matcher(r.stdout)
+        text = f"<tool_call>\n{call}\n</tool_call>"
+        assert (bool(m.consume_tokens(list(text.encode()))) and bool(m.is_accepting())) is accepted, text

@@ -37,7 +37,7 @@ __all__ = [
     "validate_openvino_profile",
 ]
 
-FORMATS: tuple[str, ...] = ("openvino", "vllm", "sglang", "response-template", "ebnf", "gbnf",
+FORMATS: tuple[str, ...] = ("openvino", "vllm", "sglang", "response-template", "ebnf", "gbnf", "lark",
                             "structural-tag", "openvino-grammar", "json")
 
 
@@ -70,7 +70,7 @@ def emit(profile: Profile, fmt: str, tools: object = None) -> str:
         return render_resolution(resolve_profile(profile, fmt))
     if fmt == "response-template":
         return json.dumps(response_template(profile).tokenizer_config(), ensure_ascii=False, indent=2) + "\n"
-    if fmt in ("ebnf", "gbnf", "structural-tag"):
+    if fmt in ("ebnf", "gbnf", "lark", "structural-tag"):
         text = build_grammar(profile, tools, fmt).text  # type: ignore[arg-type]
         return text if text.endswith("\n") else text + "\n"
     if fmt == "openvino-grammar":
