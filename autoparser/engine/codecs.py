@@ -1064,7 +1064,9 @@ class TaggedBody(Body):
         # a value in quotes (``--{key} '{value}'``) runs to its closing quote: an opening of the
         # next parameter inside the quotes is part of the value, as a shell reads the word
         q = self._mid.strip(WS)[-1:]
-        self._quoted = q in ("'", '"') and self._post.strip(WS) == q
+        quoted = q in ("'", '"') and self._post.strip(WS) == q
+        # with markup before each key and a close that does not repeat the key, the next key ends a value
+        self._next_key_ends = bool(self.p_open) and not self._post_has_key and not quoted
         self.coerce_issues: list[tuple[IssueCode, str]] = []
         # argument streaming: the undecided tail of the body, the parameter being read
         self._st_buf = ""
@@ -1119,9 +1121,8 @@ class TaggedBody(Body):
                 continue
             assert self._st_close is not None
             cm = self._st_close.search(buf)
-            nxt = (self._param_re.search(buf)
-                   if not self._post_has_key and self.p_open and not self._quoted else None)
-            if cm is not None and nxt is None and not self._post_has_key and self.p_open and not self._quoted:
+            nxt = self._param_re.search(buf) if self._next_key_ends else None
+            if cm is not None and nxt is None and self._next_key_ends:
                 # an opening before the close whose key is not complete yet may still be the next
                 # parameter (then it ends this value, as the complete parse reads it): wait
                 opening = _lit_compiled(self.p_open).search(buf, 0, cm.start())
@@ -1322,8 +1323,7 @@ class TaggedBody(Body):
             cre = re.compile("\n" if line_values else _lit_regex(close))
             cm = cre.search(body, vstart)
             # a value runs to its close; with markup before each key, the next key ends it too
-            nxt = (self._param_re.search(body, vstart)
-                   if not self._post_has_key and self.p_open and not self._quoted else None)
+            nxt = self._param_re.search(body, vstart) if self._next_key_ends else None
             if cm is not None and (nxt is None or cm.start() <= nxt.start()):
                 raw = body[vstart:cm.start()]
                 raw = _trim_one(raw, self._mid, self._post)
